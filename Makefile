@@ -1,0 +1,29 @@
+# Two commands do all set-up on a fresh machine:
+#   make run    the main job on the embedded smoke set (results under runs/)
+#   make test   the test suite (GPU tests skip, with the reason, where no GPU is usable)
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# cuda12 brings CuPy + NVRTC, so kernels compile (and are tested) even without a GPU.
+EXTRAS ?= dev,ref,cuda12
+
+.PHONY: run test lint clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# compat mode puts the checkout on sys.path: conf/, kernels/ and hydra_plugins/ are found in place
+	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]' --config-settings editable_mode=compat
+	touch $@
+
+run: $(BIN)/.installed
+	$(BIN)/matchbench $(ARGS)
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check matchbench hydra_plugins tests
+
+clean:
+	rm -rf $(VENV)

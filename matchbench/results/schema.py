@@ -1,0 +1,174 @@
+"""The one schema of matchbench result rows (after benchopt's results and asv's ``api_version``).
+
+Tidy rows: one per instance x algorithm x variant x repetition. Every Parquet file
+carries ``schema_version`` in its key-value metadata; :func:`upgrade` brings a table
+written by an older version to the current schema on read, so old runs stay comparable.
+
+Column groups
+-------------
+provenance
+    run_id, task_id, job_index, git_commit, git_dirty, matchbench_version,
+    package_versions (JSON), host, gpu_model, gpu_count, cuda_driver_version,
+    cuda_runtime_version, hydra_overrides, config_json (the job's resolved config), timestamp
+instance
+    problem, instance, family, n_rows, n_cols, n_edges, dataset_seed, rcp,
+    instance_params (JSON), instance_key
+algorithm
+    algorithm, variant (canonical ``k=v,...``), params_json, device
+repetition and status
+    repetition, n_repetitions, status (see :data:`STATUSES`), error_type, error
+times (seconds)
+    t_total_s (the task's wall clock, per row the same), t_load_s, t_init_s, t_compile_s,
+    t_prepare_s, t_solve_s, t_transfer_s, t_verify_s, phases_json (solver phase seconds)
+counters
+    kernel_launches, host_syncs, iterations, counters_json (all solver counters)
+memory
+    gpu_mem_peak_bytes (CuPy pool peak of the repetition), instance_bytes
+objective
+    objective (the verifier's recomputation), objective_init (the shared initializer's),
+    reference_objective (the optimum when known), bound (the certificate's bound),
+    verified, verify_reason
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+SCHEMA_VERSION = 1
+
+#: ``status`` values: ok, error (an exception, bad input), timeout, oom (device or host
+#: memory), skipped (the solver declined the instance), crashed (the task's process died).
+STATUSES = ("ok", "error", "timeout", "oom", "skipped", "crashed")
+
+SCHEMA = pa.schema(
+    [
+        # provenance
+        ("run_id", pa.string()),
+        ("task_id", pa.string()),
+        ("job_index", pa.int32()),
+        ("git_commit", pa.string()),
+        ("git_dirty", pa.bool_()),
+        ("matchbench_version", pa.string()),
+        ("package_versions", pa.string()),
+        ("host", pa.string()),
+        ("gpu_model", pa.string()),
+        ("gpu_count", pa.int32()),
+        ("cuda_driver_version", pa.int32()),
+        ("cuda_runtime_version", pa.int32()),
+        ("hydra_overrides", pa.string()),
+        ("config_json", pa.string()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        # instance
+        ("problem", pa.string()),
+        ("instance", pa.string()),
+        ("family", pa.string()),
+        ("n_rows", pa.int64()),
+        ("n_cols", pa.int64()),
+        ("n_edges", pa.int64()),
+        ("dataset_seed", pa.int64()),
+        ("rcp", pa.bool_()),
+        ("instance_params", pa.string()),
+        ("instance_key", pa.string()),
+        # algorithm
+        ("algorithm", pa.string()),
+        ("variant", pa.string()),
+        ("params_json", pa.string()),
+        ("device", pa.string()),
+        # repetition and status
+        ("repetition", pa.int32()),
+        ("n_repetitions", pa.int32()),
+        ("status", pa.string()),
+        ("error_type", pa.string()),
+        ("error", pa.string()),
+        # times
+        ("t_total_s", pa.float64()),
+        ("t_load_s", pa.float64()),
+        ("t_init_s", pa.float64()),
+        ("t_compile_s", pa.float64()),
+        ("t_prepare_s", pa.float64()),
+        ("t_solve_s", pa.float64()),
+        ("t_transfer_s", pa.float64()),
+        ("t_verify_s", pa.float64()),
+        ("phases_json", pa.string()),
+        # counters
+        ("kernel_launches", pa.int64()),
+        ("host_syncs", pa.int64()),
+        ("iterations", pa.int64()),
+        ("counters_json", pa.string()),
+        # memory
+        ("gpu_mem_peak_bytes", pa.int64()),
+        ("instance_bytes", pa.int64()),
+        # objective
+        ("objective", pa.float64()),
+        ("objective_init", pa.float64()),
+        ("reference_objective", pa.float64()),
+        ("bound", pa.float64()),
+        ("verified", pa.bool_()),
+        ("verify_reason", pa.string()),
+    ],
+    metadata={b"schema_version": str(SCHEMA_VERSION).encode()},
+)
+
+COLUMNS = tuple(SCHEMA.names)
+
+#: Columns that identify "the same measurement" across runs (compare, history).
+KEY_COLUMNS = ("problem", "algorithm", "variant", "instance", "gpu_model")
+
+
+def to_json(value: Any) -> str:
+    """Canonical JSON (sorted keys) for the ``*_json`` columns."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def table_from_rows(rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows (dicts) to a table of exactly :data:`SCHEMA`; missing keys become nulls.
+
+    Raises
+    ------
+    KeyError
+        For a key that is not a schema column (a typo must not vanish silently).
+    """
+    unknown = {k for r in rows for k in r} - set(COLUMNS)
+    if unknown:
+        raise KeyError(f"result rows carry columns outside the schema: {sorted(unknown)}")
+    return pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema=SCHEMA)
+
+
+def file_schema_version(metadata: dict[bytes, bytes] | None) -> int:
+    """The ``schema_version`` a file was written with (files before versioning: 0)."""
+    if not metadata or b"schema_version" not in metadata:
+        return 0
+    return int(metadata[b"schema_version"])
+
+
+# Upgrades from version v to v + 1; each takes and returns a pyarrow Table.
+_UPGRADES: dict[int, Any] = {}
+
+
+def upgrade(table: pa.Table, version: int) -> pa.Table:
+    """Bring a table written at ``version`` to :data:`SCHEMA` (adds missing columns as nulls).
+
+    Raises
+    ------
+    ValueError
+        For a file written by a newer matchbench than this one.
+    """
+    if version > SCHEMA_VERSION:
+        raise ValueError(
+            f"results written with schema_version {version}, newer than this matchbench "
+            f"({SCHEMA_VERSION}); upgrade matchbench to read them"
+        )
+    for v in range(version, SCHEMA_VERSION):
+        step = _UPGRADES.get(v)
+        if step is not None:
+            table = step(table)
+    cols = []
+    for field in SCHEMA:
+        if field.name in table.column_names:
+            cols.append(table.column(field.name).cast(field.type))
+        else:
+            cols.append(pa.nulls(table.num_rows, field.type))
+    return pa.Table.from_arrays(cols, schema=SCHEMA)

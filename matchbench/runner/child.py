@@ -1,0 +1,182 @@
+"""Task isolation: each worker runs its tasks in one long-lived child process.
+
+The child keeps its caches (loaded instances, compiled kernels, the CUDA context) from
+task to task, and can be killed: a task over its ``timeout_s`` or a crashed child
+(segfault, host OOM kill) becomes a row, the worker starts a fresh child, and the sweep
+goes on. The child is a plain ``subprocess`` (not ``multiprocessing``), so it also works
+inside daemonic Dask worker processes; it inherits ``CUDA_VISIBLE_DEVICES`` from its
+worker, hence the worker's GPU.
+
+Protocol over a socket pair (pickled messages): the parent sends ``("task", task)`` or
+``("precompile", families)``; the child answers with any number of ``("row", row)``
+then ``("done", None)``, or ``("fail", message)``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+from matchbench.runner.task import Row, error_row, execute_task, task_base
+
+
+class TaskTimeout(Exception):
+    pass
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (killed: likely out of host memory)" if -code == signal.SIGKILL else ""
+        return f"{name}{hint}"
+    return f"exit code {code}"
+
+
+class TaskProcess:
+    """The child process of one worker (created on first use, replaced after a failure)."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    def _start(self) -> None:
+        parent, child = socket.socketpair()
+        env = dict(os.environ)
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "matchbench.runner.child", str(child.fileno())],
+            pass_fds=(child.fileno(),),
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
+        child.close()
+        self._conn = Connection(parent.detach())
+
+    def _kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait()
+        if self._conn is not None:
+            self._conn.close()
+        self._proc = self._conn = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._kill()
+
+    def precompile(self, families: list[str], timeout: float = 600) -> None:
+        with self._lock:
+            if self._proc is None:
+                self._start()
+            self._conn.send(("precompile", list(families)))
+            if self._conn.poll(timeout):
+                self._conn.recv()
+
+    def run(self, task: dict[str, Any]) -> list[Row]:
+        """Run ``task`` in the child; rows of a timeout or crash are included."""
+        with self._lock:
+            return self._run(task)
+
+    def _run(self, task: dict[str, Any]) -> list[Row]:
+        timeout = float(task.get("timeout_s", 600))
+        rows: list[Row] = []
+        start = time.perf_counter()
+        if self._proc is None or self._proc.poll() is not None:
+            self._kill()
+            self._start()
+        try:
+            self._conn.send(("task", task))
+            while True:
+                left = timeout - (time.perf_counter() - start)
+                if left <= 0 or not self._conn.poll(left):
+                    raise TaskTimeout
+                kind, payload = self._conn.recv()
+                if kind == "row":
+                    rows.append(payload)
+                elif kind == "done":
+                    break
+                else:  # "fail": an error outside execute_task's own handling
+                    rows.append(error_row(task_base(task), payload, status="error"))
+                    break
+        except TaskTimeout:
+            self._kill()
+            rows.append(
+                _after(rows, task, f"task exceeded timeout_s={timeout:g} s and was killed", "timeout")
+            )
+        except (EOFError, OSError, ConnectionError):
+            code = self._proc.wait(timeout=30) if self._proc is not None else None
+            self._kill()
+            rows.append(_after(rows, task, f"task process died: {_signal_name(code)}", "crashed"))
+        total = time.perf_counter() - start
+        for r in rows:
+            r["t_total_s"] = total
+        return rows
+
+
+def _after(rows: list[Row], task: dict[str, Any], message: str, status: str) -> Row:
+    """A failure row carrying the identity columns of the rows already received."""
+    base = dict(rows[-1]) if rows else task_base(task)
+    row = error_row(base, message, status=status)
+    row["repetition"] = (max((r.get("repetition", -1) for r in rows), default=-1) + 1) if rows else -1
+    return row
+
+
+_process: TaskProcess | None = None
+
+
+def task_process() -> TaskProcess:
+    """This worker's task process (one per worker process)."""
+    global _process
+    if _process is None:
+        _process = TaskProcess()
+    return _process
+
+
+def run_task(task: dict[str, Any]) -> list[Row]:
+    """The Dask task function: isolated in the child unless ``isolate`` is false."""
+    if not task.get("isolate", True):
+        start = time.perf_counter()
+        rows = execute_task(task)
+        for r in rows:
+            r["t_total_s"] = time.perf_counter() - start
+        return rows
+    return task_process().run(task)
+
+
+def _serve(fd: int) -> None:
+    conn = Connection(fd)
+    while True:
+        try:
+            kind, payload = conn.recv()
+        except EOFError:
+            return
+        try:
+            if kind == "precompile":
+                from matchbench.solvers.gpu.kernels import precompile
+
+                try:
+                    precompile(payload)
+                    conn.send(("done", None))
+                except Exception as exc:  # recorded again, per task, when it matters
+                    conn.send(("fail", f"precompile: {type(exc).__name__}: {exc}"))
+            elif kind == "task":
+                execute_task(payload, emit=lambda row: conn.send(("row", row)))
+                conn.send(("done", None))
+        except Exception as exc:
+            conn.send(("fail", f"{type(exc).__name__}: {exc}"))
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))

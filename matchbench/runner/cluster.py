@@ -1,0 +1,122 @@
+"""The Dask cluster a sweep runs on, from the ``cluster`` config group.
+
+``auto``: a LocalCUDACluster (one worker per visible GPU, each offering the resource
+``GPU=1``) when dask-cuda and a GPU are present, else a LocalCluster of processes with
+one thread each. ``local_cpu`` and ``local_cuda`` force one or the other; ``external``
+connects to a running scheduler by address or scheduler file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def gpu_count() -> int:
+    """Visible CUDA devices, 0 where CuPy or a driver is missing."""
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() if cupy.is_available() else 0
+    except Exception:
+        return 0
+
+
+def dask_cuda_available() -> tuple[bool, str]:
+    try:
+        import dask_cuda  # noqa: F401
+    except Exception as exc:
+        return False, f"dask-cuda not importable ({type(exc).__name__}: {exc})"
+    return True, ""
+
+
+def _local_cpu(cfg: dict[str, Any]):
+    from distributed import LocalCluster
+
+    n = cfg.get("n_workers") or max(1, (os.cpu_count() or 1))
+    return LocalCluster(
+        n_workers=int(n),
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=cfg.get("dashboard_address", ":8787"),
+        memory_limit=cfg.get("memory_limit", "auto"),
+    )
+
+
+def _local_cuda(cfg: dict[str, Any]):
+    from dask_cuda import LocalCUDACluster
+
+    kwargs: dict[str, Any] = {
+        "threads_per_worker": 1,
+        "dashboard_address": cfg.get("dashboard_address", ":8787"),
+        "resources": {"GPU": 1},
+        "memory_limit": cfg.get("memory_limit", "auto"),
+    }
+    if cfg.get("visible_devices"):
+        kwargs["CUDA_VISIBLE_DEVICES"] = cfg["visible_devices"]
+    return LocalCUDACluster(**kwargs)
+
+
+@contextlib.contextmanager
+def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
+    """A connected ``distributed.Client`` for the cluster config; closed on exit."""
+    import dask
+    from distributed import Client
+
+    kind = cfg.get("kind", "auto")
+    # Sweep rows are written by the client; the scheduler must not retry a task whose
+    # worker died (the task process already turned that into a row).
+    settings = {"distributed.scheduler.allowed-failures": int(cfg.get("allowed_failures", 1))}
+    with dask.config.set(settings):
+        if kind == "external":
+            if cfg.get("scheduler_file"):
+                client = Client(scheduler_file=cfg["scheduler_file"])
+            elif cfg.get("address"):
+                client = Client(cfg["address"])
+            else:
+                raise ClusterError("cluster=external needs cluster.address or cluster.scheduler_file")
+            try:
+                yield client
+            finally:
+                client.close()
+            return
+        if kind == "auto":
+            ok, why = dask_cuda_available()
+            n = gpu_count()
+            kind = "local_cuda" if ok and n > 0 else "local_cpu"
+            log.info("cluster=auto: %s (%d GPU(s); %s)", kind, n, why or "dask-cuda present")
+        if kind == "local_cuda":
+            ok, why = dask_cuda_available()
+            if not ok:
+                raise ClusterError(f"cluster=local_cuda: {why}; install matchbench[cuda12] or [cuda13]")
+            cluster = _local_cuda(cfg)
+        elif kind == "local_cpu":
+            cluster = _local_cpu(cfg)
+        else:
+            raise ClusterError(f"unknown cluster kind {kind!r} (auto, local_cpu, local_cuda, external)")
+        try:
+            with Client(cluster) as client:
+                yield client
+        finally:
+            cluster.close()
+
+
+def gpu_workers(client) -> int:
+    """Workers offering the ``GPU`` resource (GPU tasks ask for ``{"GPU": 1}``)."""
+    info = client.scheduler_info(n_workers=-1) if _takes_n_workers(client) else client.scheduler_info()
+    return sum(1 for w in info["workers"].values() if w.get("resources", {}).get("GPU", 0) >= 1)
+
+
+def _takes_n_workers(client) -> bool:
+    import inspect
+
+    return "n_workers" in inspect.signature(client.scheduler_info).parameters

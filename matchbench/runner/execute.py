@@ -1,0 +1,183 @@
+"""Run the tasks of one or many Hydra jobs on one Dask cluster, writing rows as they land."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from matchbench.results.store import RunWriter, latest_run
+from matchbench.runner.plan import Plan
+from matchbench.runner.task import error_row, task_base
+
+log = logging.getLogger(__name__)
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S-%f")[:-3]
+
+
+class PrecompileKernels:
+    """Dask worker plugin: compile the kernel families the sweep needs in each worker's
+    task process before any task runs, so compilation never lands in a timed region."""
+
+    name = "matchbench-precompile"
+
+    def __init__(self, families: list[str]) -> None:
+        self.families = sorted(set(families))
+
+    def setup(self, worker) -> None:
+        from matchbench.runner.child import task_process
+
+        if self.families:
+            task_process().precompile(self.families)
+
+    def teardown(self, worker) -> None:
+        from matchbench.runner.child import task_process
+
+        task_process().close()
+
+
+class Progress:
+    """A one-line progress bar on a terminal, one line per finished task elsewhere."""
+
+    def __init__(self, total: int, stream=None) -> None:
+        self.total, self.done = total, 0
+        self.status: Counter[str] = Counter()
+        self.stream = stream or sys.stderr
+        self.tty = getattr(self.stream, "isatty", lambda: False)()
+        self.start = time.perf_counter()
+
+    def update(self, task: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+        self.done += 1
+        bad = [r for r in rows if r.get("status") != "ok"]
+        worst = bad[0]["status"] if bad else "ok"
+        self.status[worst] += 1
+        counts = " ".join(f"{k}={v}" for k, v in sorted(self.status.items()))
+        name = f"{task['algorithm']}[{task['variant']}] {rows[0].get('instance', '?') if rows else '?'}"
+        elapsed = time.perf_counter() - self.start
+        if self.tty:
+            width = 30
+            fill = int(width * self.done / max(self.total, 1))
+            bar = "#" * fill + "-" * (width - fill)
+            self.stream.write(f"\r[{bar}] {self.done}/{self.total} {counts} {elapsed:6.1f}s  {name[:50]:<50}")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            extra = f" ({bad[0].get('error', '')[:120]})" if bad else ""
+            self.stream.write(f"[{self.done}/{self.total}] {worst:<7} {name}{extra}\n")
+        self.stream.flush()
+
+
+def resolve_run(run: dict[str, Any]) -> tuple[str, str]:
+    """(run_id, date) for a sweep: a given id, the latest run for ``resume``, or a new one."""
+    root = Path(run.get("results_dir", "runs"))
+    if run.get("id"):
+        from matchbench.results.store import find_run
+
+        found = find_run(root, str(run["id"]))
+        if found is not None:
+            return str(run["id"]), found.parent.name.split("=", 1)[1]
+        return str(run["id"]), datetime.now(UTC).strftime("%Y-%m-%d")
+    if run.get("resume"):
+        last = latest_run(root)
+        if last is not None:
+            return last.name.split("=", 1)[1], last.parent.name.split("=", 1)[1]
+    return new_run_id(), datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
+    """Run every plan's tasks concurrently on one cluster; returns a summary.
+
+    Rows are written per task as soon as it finishes (a crash of this process loses
+    only tasks in flight); with ``run.resume`` the tasks already in the run are skipped.
+    """
+    from distributed import as_completed
+
+    from matchbench.runner.cluster import gpu_workers, make_client
+    from matchbench.runner.provenance import client_provenance
+
+    stream = stream or sys.stderr
+    if not plans:
+        raise ValueError("nothing to run: no jobs")
+    run = plans[0].run
+    cluster_cfg = plans[0].cluster
+    run_id, date = resolve_run(run)
+    writer = RunWriter(run.get("results_dir", "runs"), run_id, date)
+    common = {"run_id": run_id, **client_provenance()}
+    done = writer.done_tasks() if run.get("resume") else set()
+
+    writer.write_manifest(
+        {
+            "run_id": run_id,
+            "started": datetime.now(UTC).isoformat(),
+            **common,
+            "jobs": [{"job_index": p.job_index, "overrides": p.overrides, "config": p.config} for p in plans],
+        }
+    )
+
+    summary: Counter[str] = Counter()
+
+    def write(task_id: str, rows: list[dict[str, Any]]) -> None:
+        for r in rows:
+            r.update(common)
+            summary[r.get("status", "error")] += 1
+        writer.write_task(task_id, rows)
+
+    for p in plans:
+        for i, row in enumerate(p.error_rows):
+            write(f"job{p.job_index}-error{i}", [row])
+
+    tasks: dict[str, dict[str, Any]] = {}
+    for p in plans:
+        for t in p.tasks:
+            if t["task_id"] not in done:
+                tasks.setdefault(t["task_id"], t)
+    skipped_done = sum(1 for p in plans for t in p.tasks if t["task_id"] in done)
+    if skipped_done:
+        stream.write(f"resume: {skipped_done} task(s) already in run {run_id}, skipped\n")
+
+    if tasks:
+        with make_client(cluster_cfg) as client:
+            stream.write(f"matchbench run {run_id}: {len(tasks)} task(s) from {len(plans)} job(s)\n")
+            stream.write(f"Dask dashboard: {client.dashboard_link}\n")
+            stream.flush()
+            n_gpu = gpu_workers(client)
+            families = sorted({f for t in tasks.values() for f in t.get("kernel_families", [])})
+            if families and n_gpu:
+                client.register_plugin(PrecompileKernels(families))
+            progress = Progress(len(tasks), stream)
+            futures = {}
+            for tid, t in tasks.items():
+                if t["device"] == "gpu" and not n_gpu:
+                    rows = [error_row(task_base(t), "GPU task but no worker of this cluster offers the "
+                                      "resource GPU=1 (use cluster=local_cuda, or start workers with "
+                                      "--resources GPU=1)", status="skipped")]
+                    write(tid, rows)
+                    progress.update(t, rows)
+                    continue
+                from matchbench.runner.child import run_task
+
+                fut = client.submit(
+                    run_task, t, pure=False, key=f"{t['algorithm']}-{tid}",
+                    resources={"GPU": 1} if t["device"] == "gpu" else None,
+                )
+                futures[fut] = tid
+            for fut in as_completed(list(futures)):
+                tid = futures[fut]
+                t = tasks[tid]
+                try:
+                    rows = fut.result()
+                except Exception as exc:  # the worker itself died or the task was lost
+                    rows = [error_row(task_base(t), exc, status="crashed", stage="worker")]
+                if not rows:
+                    rows = [error_row(task_base(t), "task produced no rows", status="error")]
+                write(tid, rows)
+                progress.update(t, rows)
+
+    writer.write_manifest({"finished": datetime.now(UTC).isoformat()})
+    return {"run_id": run_id, "dir": str(writer.dir), "rows": dict(summary), "tasks": len(tasks)}

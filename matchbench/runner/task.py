@@ -1,0 +1,242 @@
+"""One task, executed where it lands: load, initialize, warm up, time, verify, rows.
+
+:func:`execute_task` is what runs in the task process (see :mod:`matchbench.runner.child`);
+it streams each finished repetition's row through ``emit`` so that a timeout or a crash
+later in the task loses nothing already measured.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from matchbench.results.schema import to_json
+
+Row = dict[str, Any]
+
+
+def classify(exc: BaseException) -> str:
+    """The ``status`` of a failure: ``oom`` for device or host memory, else ``error``."""
+    name = type(exc).__name__
+    if isinstance(exc, MemoryError) or name in ("OutOfMemoryError",) or "out of memory" in str(exc).lower():
+        return "oom"
+    return "error"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def error_row(base: Row, exc: BaseException | str, *, status: str | None = None, stage: str = "") -> Row:
+    """A row recording a failure; ``base`` holds whatever identity columns are known."""
+    if isinstance(exc, BaseException):
+        message = f"{type(exc).__name__}: {exc}"
+        error_type = type(exc).__name__
+        status = status or classify(exc)
+    else:
+        message, error_type, status = exc, status or "error", status or "error"
+    if stage:
+        message = f"{stage}: {message}"
+    keep = {k: v for k, v in base.items() if k in _ROW_KEYS}
+    return {
+        "repetition": -1,
+        **keep,
+        "status": status,
+        "error_type": error_type,
+        "error": message[:4000],
+        "verified": None,
+        "timestamp": _now(),
+    }
+
+
+_ROW_KEYS = {
+    "job_index", "hydra_overrides", "config_json", "task_id", "algorithm", "problem", "device",
+    "variant", "params_json", "instance", "family", "n_rows", "n_cols", "n_edges", "dataset_seed",
+    "rcp", "instance_params", "instance_key", "n_repetitions", "host", "gpu_model", "gpu_count",
+    "cuda_driver_version", "cuda_runtime_version", "instance_bytes", "t_load_s", "t_init_s",
+    "objective_init",
+}
+
+
+def task_base(task: dict[str, Any]) -> Row:
+    """Identity columns known before the instance is loaded."""
+    spec = task["instance_spec"]
+    return {
+        **task["provenance"],
+        "task_id": task["task_id"],
+        "algorithm": task["algorithm"],
+        "problem": task["problem"],
+        "device": task["device"],
+        "variant": task["variant"],
+        "params_json": task["params_json"],
+        "n_repetitions": task["repetitions"],
+        "instance": spec.get("name") or spec.get("path") or spec.get("_target_", "?").rsplit(".", 1)[-1],
+        "rcp": bool(spec.get("rcp", False)),
+        "dataset_seed": spec.get("seed"),
+        "instance_params": to_json(spec),
+    }
+
+
+def _instance_columns(instance: Any, spec: dict[str, Any]) -> Row:
+    from matchbench.datasets import instance_key
+
+    cols = dict(instance.describe())
+    cols["instance_key"] = instance_key(spec)
+    cols["instance_params"] = to_json(getattr(instance, "params", spec))
+    cols["rcp"] = bool(getattr(instance, "params", {}).get("rcp", spec.get("rcp", False)))
+    nbytes = getattr(instance, "nbytes", None)
+    cols["instance_bytes"] = int(nbytes) if nbytes is not None else None
+    return cols
+
+
+def _gpu_pool():
+    import cupy
+
+    return cupy.get_default_memory_pool()
+
+
+def execute_task(task: dict[str, Any], emit: Callable[[Row], None] | None = None) -> list[Row]:
+    """Run one task; return (and ``emit`` as they finish) its rows.
+
+    Never raises for a failure of the task itself: loading, initialization, solving or
+    verification errors become rows with a status and a message.
+    """
+    from hydra.utils import instantiate
+
+    from matchbench.datasets import load
+    from matchbench.problems import get_problem
+    from matchbench.runner.provenance import worker_provenance
+
+    rows: list[Row] = []
+
+    def out(row: Row) -> None:
+        row.setdefault("timestamp", _now())
+        rows.append(row)
+        if emit is not None:
+            emit(row)
+
+    t_task = time.perf_counter()
+    base = task_base(task)
+    try:
+        base.update(worker_provenance(task["device"]))
+    except Exception as exc:
+        out(error_row(base, exc, stage="device"))
+        return rows
+
+    # load (cached per process: repetitions and other algorithms reuse the instance)
+    try:
+        t0 = time.perf_counter()
+        instance = load(task["instance_spec"], data_dir=task.get("data_dir"))
+        base["t_load_s"] = time.perf_counter() - t0
+        base.update(_instance_columns(instance, task["instance_spec"]))
+    except Exception as exc:
+        out(error_row(base, exc, stage="load"))
+        return rows
+
+    problem = get_problem(task["problem"])
+    if getattr(instance, "problem", task["problem"]) != task["problem"]:
+        out(error_row(base, f"{task['algorithm']} solves {task['problem']!r} but instance "
+                            f"{base['instance']} is a {instance.problem!r} instance", stage="plan"))
+        return rows
+
+    try:
+        solver = instantiate(task["algorithm_cfg"], _convert_="all")
+        skip, reason = solver.skip(instance)
+    except Exception as exc:
+        out(error_row(base, exc, stage="solver"))
+        return rows
+    if skip:
+        out(error_row(base, reason or "skipped", status="skipped"))
+        return rows
+
+    try:
+        t0 = time.perf_counter()
+        init = problem.initialize(instance)
+        base["t_init_s"] = time.perf_counter() - t0
+        base["objective_init"] = problem.initial_objective(init)
+    except Exception as exc:
+        out(error_row(base, exc, stage="initialize"))
+        return rows
+
+    gpu = task["device"] == "gpu"
+    compile_before = 0.0
+    if gpu:
+        from matchbench.solvers.gpu import kernels
+
+        pool = _gpu_pool()
+        pool.free_all_blocks()
+        compile_before = sum(kernels.compile_seconds.values())
+        try:
+            kernels.precompile(task.get("kernel_families", []))
+        except Exception as exc:
+            out(error_row(base, exc, stage="compile"))
+            return rows
+        base["t_compile_s"] = sum(kernels.compile_seconds.values()) - compile_before
+
+    reps, warmup = int(task["repetitions"]), int(task["warmup"])
+    for rep in range(-warmup, reps):
+        row = dict(base, repetition=rep)
+        try:
+            if gpu:
+                pool.free_all_blocks()
+            t0 = time.perf_counter()
+            solver.prepare(instance, init)
+            if gpu:
+                import cupy
+
+                cupy.cuda.Device().synchronize()
+            t1 = time.perf_counter()
+            solver.run()
+            if gpu:
+                cupy.cuda.Device().synchronize()
+            t2 = time.perf_counter()
+            solution = solver.result()
+            t3 = time.perf_counter()
+        except Exception as exc:
+            out(error_row(row, exc, stage=f"repetition {rep}") | {"repetition": rep})
+            if classify(exc) == "oom":
+                return rows
+            continue
+        if rep < 0:  # warm-up: compilation, caches, JIT
+            continue
+        timings = dict(solver.timings())
+        row.update(
+            status="ok",
+            t_prepare_s=t1 - t0,
+            t_solve_s=timings.pop("solve", t2 - t1),
+            t_transfer_s=timings.pop("transfer", (t3 - t2) if gpu else None),
+            phases_json=to_json(timings) if timings else None,
+        )
+        counters = dict(solver.counters())
+        row.update(
+            kernel_launches=counters.get("kernel_launches"),
+            host_syncs=counters.get("host_syncs"),
+            iterations=counters.get("iterations", counters.get("phases")),
+            counters_json=to_json(counters) if counters else None,
+        )
+        if gpu:
+            row["gpu_mem_peak_bytes"] = solver.memory_peak_bytes() or int(pool.total_bytes())
+        if task.get("verify", True):
+            t0 = time.perf_counter()
+            try:
+                v = problem.verify(instance, solution)
+                row.update(
+                    objective=v.objective, bound=v.bound, reference_objective=v.reference,
+                    verified=v.verified, verify_reason=v.reason,
+                )
+            except Exception as exc:
+                row.update(verified=False, verify_reason=f"verifier failed: {type(exc).__name__}: {exc}")
+            row["t_verify_s"] = time.perf_counter() - t0
+        out(row)
+
+    total = time.perf_counter() - t_task
+    for r in rows:
+        r["t_total_s"] = total
+    return rows
+
+
+def format_exception(exc: BaseException) -> str:
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()

@@ -1,0 +1,69 @@
+"""The solver contract (after benchopt's ``BaseSolver``).
+
+A solver is one class and one YAML file ``conf/algorithm/<name>.yaml`` whose
+``_target_`` is the class; the file name, ``Solver.name`` and the results' ``algorithm``
+column are the same string. Keyword arguments of ``__init__`` are the variant parameters
+(swept from the command line, recorded in the ``variant`` column).
+
+Life cycle, driven by :mod:`matchbench.runner.task` once per repetition::
+
+    skip, reason = solver.skip(instance)      # e.g. too large, missing library
+    solver.prepare(instance, init)            # copies, allocation, compilation (t_prepare_s)
+    solver.run()                              # the timed region only (t_solve_s)
+    solution = solver.result()                # back to host (t_transfer_s for GPU)
+
+``prepare`` is called before every repetition so that each run starts from the same
+state (e.g. the shared initial matching); expensive one-time work (compilation, the
+upload of the graph) belongs in ``prepare`` guarded by a cache on ``self``.
+
+GPU solvers time ``run`` with CUDA events and report it through :meth:`timings`; CPU
+solvers are timed by the runner with a wall clock. :meth:`counters` returns counts such
+as kernel launches, host syncs, BFS levels or phases; :meth:`timings` per-phase seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class BaseSolver:
+    name: ClassVar[str]
+    problem: ClassVar[str]
+    device: ClassVar[str] = "cpu"
+    #: kernel families (``kernels/<family>.cu``) this solver needs; precompiled by workers.
+    kernel_families: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, **params: Any) -> None:
+        self.params = params
+
+    def skip(self, instance: Any) -> tuple[bool, str | None]:
+        return False, None
+
+    def prepare(self, instance: Any, init: Any | None = None) -> None:
+        raise NotImplementedError
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def result(self) -> Any:
+        raise NotImplementedError
+
+    def timings(self) -> dict[str, float]:
+        """Seconds measured by the solver itself, e.g. ``{"solve": ..., "transfer": ...}``.
+
+        A ``"solve"`` entry (GPU solvers: CUDA events) replaces the runner's wall clock.
+        Other keys are phase times (``phase_<name>`` columns of the report's breakdown).
+        """
+        return {}
+
+    def counters(self) -> dict[str, int | float]:
+        """Counts of the last run: ``kernel_launches``, ``host_syncs``, ``iterations``..."""
+        return {}
+
+    def memory_peak_bytes(self) -> int | None:
+        """Peak device memory of the last repetition (GPU solvers)."""
+        return None
+
+    def variant(self) -> str:
+        """Canonical ``k=v,k=v`` string of the variant parameters (sorted keys)."""
+        return ",".join(f"{k}={self.params[k]}" for k in sorted(self.params)) or "default"

@@ -1,0 +1,100 @@
+"""Pieces every GPU driver shares: graph upload, CUDA-event timing, launch/sync counts.
+
+Everything here imports ``cupy`` lazily (inside functions or at first use), so the module
+itself imports on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class DeviceBipartite:
+    """Both CSR directions of a :class:`~matchbench.problems.bipartite.BipartiteGraph` on the GPU."""
+
+    n_rows: int
+    n_cols: int
+    n_edges: int
+    row_ptr: Any
+    row_ind: Any
+    col_ptr: Any
+    col_ind: Any
+
+    @classmethod
+    def upload(cls, g) -> DeviceBipartite:
+        import cupy as cp
+
+        return cls(
+            n_rows=g.n_rows,
+            n_cols=g.n_cols,
+            n_edges=g.n_edges,
+            row_ptr=cp.asarray(g.row_ptr),
+            row_ind=cp.asarray(g.row_ind),
+            col_ptr=cp.asarray(g.col_ptr),
+            col_ind=cp.asarray(g.col_ind),
+        )
+
+
+class EventTimer:
+    """Time a region of the current stream with CUDA events.
+
+    >>> t = EventTimer()
+    >>> with t:                      # doctest: +SKIP
+    ...     launch_kernels()
+    >>> t.seconds                    # doctest: +SKIP
+
+    ``seconds`` synchronizes on the end event (one host sync, outside the timed region).
+    """
+
+    def __init__(self) -> None:
+        import cupy as cp
+
+        self._start = cp.cuda.Event()
+        self._stop = cp.cuda.Event()
+
+    def __enter__(self) -> EventTimer:
+        self._start.record()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.record()
+
+    @property
+    def seconds(self) -> float:
+        import cupy as cp
+
+        self._stop.synchronize()
+        return cp.cuda.get_elapsed_time(self._start, self._stop) / 1e3
+
+
+class Counters:
+    """Kernel launches and host syncs of one run, reported in the result rows."""
+
+    def __init__(self) -> None:
+        self.kernel_launches = 0
+        self.host_syncs = 0
+
+    def launch(self, kernel, grid, block, args, shared_mem: int = 0) -> None:
+        kernel(grid, block, args, shared_mem=shared_mem)
+        self.kernel_launches += 1
+
+    def as_dict(self) -> dict[str, int]:
+        return {"kernel_launches": self.kernel_launches, "host_syncs": self.host_syncs}
+
+
+def device_info() -> dict[str, Any]:
+    """GPU model, driver and runtime versions of the current device (provenance columns)."""
+    import cupy as cp
+
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    name = props["name"]
+    return {
+        "gpu_model": name.decode() if isinstance(name, bytes) else str(name),
+        "gpu_count": cp.cuda.runtime.getDeviceCount(),
+        "cuda_driver_version": cp.cuda.runtime.driverGetVersion(),
+        "cuda_runtime_version": cp.cuda.runtime.runtimeGetVersion(),
+        "cupy_version": cp.__version__,
+    }
