@@ -1,0 +1,89 @@
+"""The result schema and Parquet store: round trips, versions, the hive layout."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from matchbench.results.schema import COLUMNS, SCHEMA, SCHEMA_VERSION, table_from_rows, upgrade
+from matchbench.results.store import (
+    ResultsError,
+    RunWriter,
+    latest_run,
+    read_results,
+    run_dirs,
+)
+
+
+def _row(**kw):
+    base = {
+        "run_id": "r1", "task_id": "t1", "problem": "mcm", "instance": "g", "algorithm": "hk",
+        "variant": "default", "repetition": 0, "status": "ok", "t_solve_s": 0.5,
+        "objective": 10.0, "verified": True, "timestamp": datetime.now(UTC),
+    }
+    return base | kw
+
+
+def test_round_trip_keeps_schema_and_version(tmp_path):
+    w = RunWriter(tmp_path, "20260101T000000-000", "2026-01-01")
+    path = w.write_task("t1", [_row(), _row(repetition=1, t_solve_s=0.7)])
+    pf = pq.ParquetFile(path)
+    assert pf.schema_arrow.metadata[b"schema_version"] == str(SCHEMA_VERSION).encode()
+    df = read_results(tmp_path)
+    assert list(df.columns) == list(COLUMNS)
+    assert sorted(df["t_solve_s"]) == [0.5, 0.7]
+    assert w.done_tasks() == {"t1"}
+    assert path.parent == tmp_path / "date=2026-01-01" / "run=20260101T000000-000"
+
+
+def test_unknown_column_is_an_error_not_silently_dropped():
+    with pytest.raises(KeyError, match="t_solve"):
+        table_from_rows([_row(t_solve=1.0)])
+
+
+def test_old_file_is_upgraded_on_read(tmp_path):
+    # A file from before schema versioning: a few columns, no metadata.
+    old = pa.table({"run_id": ["r0"], "instance": ["g"], "t_solve_s": [1.5], "status": ["ok"]})
+    d = tmp_path / "date=2025-01-01" / "run=r0"
+    d.mkdir(parents=True)
+    pq.write_table(old, d / "part-x.parquet")
+    df = read_results(tmp_path)
+    assert list(df.columns) == list(COLUMNS)
+    assert df["t_solve_s"].iloc[0] == 1.5 and df["verified"].isna().all()
+
+
+def test_newer_schema_version_is_refused():
+    with pytest.raises(ValueError, match="newer"):
+        upgrade(SCHEMA.empty_table(), SCHEMA_VERSION + 1)
+
+
+def test_latest_run_and_missing_path(tmp_path):
+    RunWriter(tmp_path, "20260101T000000-000", "2026-01-01").write_task("a", [_row()])
+    RunWriter(tmp_path, "20260102T000000-000", "2026-01-02").write_task("b", [_row()])
+    RunWriter(tmp_path, "20260103T000000-000", "2026-01-03")  # started, nothing finished
+    assert len(run_dirs(tmp_path)) == 3
+    assert latest_run(tmp_path).name == "run=20260102T000000-000"
+    with pytest.raises(ResultsError, match="no such"):
+        read_results(tmp_path / "nope")
+
+
+def test_manifest_is_invisible_to_dataset_readers(tmp_path):
+    w = RunWriter(tmp_path, "r1", "2026-01-01")
+    w.write_task("t1", [_row()])
+    w.write_manifest({"run_id": "r1", "jobs": [{"job_index": 0}]})
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
+    assert table.num_rows == 1 and "run" in table.column_names
+
+
+def test_duckdb_reads_the_layout(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    RunWriter(tmp_path, "r1", "2026-01-01").write_task("t1", [_row(), _row(repetition=1)])
+    n, run = duckdb.sql(
+        f"select count(*), any_value(run) from read_parquet('{tmp_path}/**/*.parquet', hive_partitioning=true)"
+    ).fetchall()[0]
+    assert (n, run) == (2, "r1")

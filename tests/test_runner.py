@@ -1,0 +1,134 @@
+"""The runner: tasks to rows, failures to rows, isolation, incremental writes, resume."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from matchbench.results.store import read_results
+from matchbench.runner.child import TaskProcess, run_task
+from matchbench.runner.execute import execute
+from matchbench.runner.plan import build_plan
+
+TESTS = Path(__file__).parent
+ER = {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 7, "avg_degree": 3.0, "seed": 3}
+
+
+@pytest.fixture
+def faulty_path(monkeypatch):
+    """Make tests/_faulty_solvers.py importable here and in task processes."""
+    import os
+    import sys
+
+    monkeypatch.syspath_prepend(str(TESTS))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), *sys.path]))
+
+
+def _cfg(tmp_path, algorithm, dataset=ER, **run):
+    return {
+        "algorithm": algorithm,
+        "dataset": dataset,
+        "gpu": {"repetitions": 3, "warmup": 1},
+        "cluster": {"kind": "local_cpu", "n_workers": 2, "dashboard_address": ":0"},
+        "run": {"results_dir": str(tmp_path), "task_timeout_s": 60, "isolate": True, "verify": True} | run,
+        "data_dir": str(tmp_path / "data"),
+    }
+
+
+def _task(tmp_path, algorithm, **run):
+    plan = build_plan(_cfg(tmp_path, algorithm, **run))
+    assert not plan.error_rows, plan.error_rows
+    (task,) = plan.tasks
+    return task
+
+
+def test_task_rows_are_timed_and_verified(tmp_path):
+    task = _task(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}, isolate=False)
+    rows = run_task(task)
+    assert [r["repetition"] for r in rows] == [0, 1, 2]
+    for r in rows:
+        assert r["status"] == "ok" and r["verified"] is True, r
+        assert r["objective"] == r["reference_objective"] >= r["objective_init"] > 0
+        assert r["t_solve_s"] > 0 and r["t_init_s"] > 0 and r["t_total_s"] >= r["t_solve_s"]
+        assert r["n_rows"] == 128 and r["algorithm"] == "hk"
+
+
+def test_wrong_answer_is_an_unverified_row(tmp_path, faulty_path):
+    task = _task(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": "wrong"}, isolate=False)
+    rows = run_task(task)
+    assert rows and all(r["verified"] is False for r in rows)
+    assert all("not maximum" in r["verify_reason"] for r in rows)
+    assert all(r["reference_objective"] == r["objective"] + 1 for r in rows)
+
+
+@pytest.mark.parametrize(
+    ("mode", "status", "message"),
+    [
+        ("raise", "error", "planted failure"),
+        ("oom", "oom", "planted out of memory"),
+        ("crash", "crashed", "SIGKILL"),
+        ("sleep", "timeout", "timeout_s=3"),
+    ],
+)
+def test_failures_become_rows_and_finished_repetitions_survive(tmp_path, faulty_path, mode, status, message):
+    task = _task(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": mode, "at": 1})
+    task["timeout_s"] = 3.0
+    proc = TaskProcess()
+    try:
+        rows = proc.run(task)
+        ok = [r for r in rows if r["status"] == "ok"]
+        bad = [r for r in rows if r["status"] != "ok"]
+        assert ok and ok[0]["repetition"] == 0 and ok[0]["verified"] is True  # rep 0 survived
+        assert bad and bad[0]["status"] == status and message in bad[0]["error"], bad
+        assert bad[0]["instance"] == ok[0]["instance"]
+        # the process is usable again (a fresh child after a kill)
+        task2 = dict(task, algorithm_cfg={"_target_": "_faulty_solvers.Faulty"})
+        assert all(r["status"] == "ok" for r in proc.run(task2))
+    finally:
+        proc.close()
+
+
+def test_sweep_writes_rows_incrementally_and_resumes(tmp_path):
+    cfgs = [
+        _cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}),
+        _cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.PothenFanPlus"},
+             dataset={"instances": [ER, {"_target_": "matchbench.datasets.mtx.load_mtx",
+                                         "path": str(tmp_path / "missing.mtx")}]}),
+    ]
+    plans = [build_plan(c, job_index=i) for i, c in enumerate(cfgs)]
+    log = io.StringIO()
+    summary = execute(plans, stream=log)
+    text = log.getvalue()
+    assert "Dask dashboard: http" in text
+    df = read_results(summary["dir"])
+    ok = df[df.status == "ok"]
+    assert set(ok.algorithm) == {"hk", "pfp"} and ok.verified.all() and len(ok) == 6
+    err = df[df.status == "error"]
+    assert len(err) == 1 and "missing.mtx" in err.error.iloc[0]
+    assert set(df.job_index) == {0, 1} and df.config_json.notna().all()
+
+    # resume: nothing new runs, nothing is lost
+    for p in plans:
+        p.run["resume"] = True
+    log = io.StringIO()
+    again = execute(plans, stream=log)
+    assert again["run_id"] == summary["run_id"] and again["tasks"] == 0
+    assert "3 task(s) already in run" in log.getvalue()
+    assert len(read_results(summary["dir"])) == len(df)
+
+
+def test_gpu_task_without_gpu_worker_is_a_row_not_a_hang(tmp_path):
+    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}))
+    for t in plan.tasks:
+        t["device"] = "gpu"
+    summary = execute([plan], stream=io.StringIO())
+    df = read_results(summary["dir"])
+    assert list(df.status) == ["skipped"] and "GPU=1" in df.error.iloc[0]
+
+
+def test_bad_algorithm_config_is_an_error_row(tmp_path):
+    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.nosuch.Solver"}))
+    assert not plan.tasks and len(plan.error_rows) == 1
+    assert "algorithm config" in plan.error_rows[0]["error"]
