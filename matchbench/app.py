@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import hydra
@@ -51,7 +52,11 @@ def report_summary(summary: dict[str, Any], stream=None) -> None:
     stream.write("show them: matchbench results   (or pandas.read_parquet / DuckDB, see README)\n")
 
 
-@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+#: ``conf/`` of the checkout, absolute so Hydra finds it however matchbench is started.
+CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+
+
+@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
 def main(cfg: DictConfig):
     plan = job_plan(cfg)
     if _collecting.get():

@@ -6,13 +6,14 @@ collect mode, inside Hydra's ``run_job`` so each job keeps its own output folder
 saved config), then submits the tasks of all jobs together.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Hydra imports plugin modules outside
+# sys.modules while scanning, and dataclasses then cannot resolve string annotations.
 
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
@@ -33,9 +34,9 @@ ConfigStore.instance().store(group="hydra/launcher", name="dask", node=DaskLaunc
 
 class DaskLauncher(Launcher):
     def __init__(self) -> None:
-        self.config: DictConfig | None = None
-        self.hydra_context: HydraContext | None = None
-        self.task_function: TaskFunction | None = None
+        self.config: Optional[DictConfig] = None
+        self.hydra_context: Optional[HydraContext] = None
+        self.task_function: Optional[TaskFunction] = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config
@@ -64,7 +65,10 @@ class DaskLauncher(Launcher):
                 # A bad name in one job (algorithm=nosuch) is that job's error row.
                 plan = _failed_plan(self.config, idx, list(overrides), exc, error_row)
                 plans.append(plan)
-                ret = JobReturn(overrides=list(overrides), status=JobStatus.FAILED, _return_value=exc)
+                # Completed as far as Hydra is concerned: the failure is a result row, and
+                # Hydra would otherwise re-raise it after the whole sweep has run.
+                ret = JobReturn(overrides=list(overrides), status=JobStatus.COMPLETED)
+                ret.return_value = {"error": plan.error_rows[0]["error"]}
                 returns.append(ret)
                 continue
             with open_dict(sweep_config):

@@ -102,6 +102,9 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     from matchbench.runner.provenance import client_provenance
 
     stream = stream or sys.stderr
+    # Hydra configures the root logger at INFO; the cluster's chatter would bury the progress.
+    for name in ("distributed", "dask_cuda", "bokeh", "tornado"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     if not plans:
         raise ValueError("nothing to run: no jobs")
     run = plans[0].run
