@@ -94,7 +94,7 @@ def test_sweep_writes_rows_incrementally_and_resumes(tmp_path):
     cfgs = [
         _cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}),
         _cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.PothenFanPlus"},
-             dataset={"instances": [ER, {"_target_": "matchbench.datasets.mtx.load_mtx",
+             dataset={"instances": [ER, {"_target_": "matchbench.datasets.mtx.load",
                                          "path": str(tmp_path / "missing.mtx")}]}),
     ]
     plans = [build_plan(c, job_index=i) for i, c in enumerate(cfgs)]

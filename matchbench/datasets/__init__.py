@@ -1,0 +1,375 @@
+"""Datasets: Matrix Market files, the SuiteSparse collection, synthetic generators.
+
+A dataset config (one file of the Hydra ``dataset`` group, resolved to a plain dict)
+names either one instance, by a ``_target_`` function and its arguments::
+
+    {"_target_": "matchbench.datasets.generators.kronecker", "scale": 16, "seed": 1,
+     "rcp": False}
+
+or a set of them, as ``instances: [spec, ...]``. :func:`expand` turns a config into a
+list of instance specs (plain, picklable dicts: one Dask task each), :func:`load` turns
+one spec into an instance, and :func:`instance_key` names a spec by a short stable hash
+(for result rows and resuming a sweep).
+
+Adding a dataset family takes one function that returns an instance (for the MCM family
+a :class:`~matchbench.problems.bipartite.BipartiteGraph`) and one YAML file whose
+``_target_`` names it. The function may take a ``data_dir`` argument; :func:`load`
+passes its own ``data_dir`` to those functions that do.
+
+Families here: :mod:`~matchbench.datasets.mtx` (any Matrix Market file),
+:mod:`~matchbench.datasets.suitesparse` (the SuiteSparse Matrix Collection, downloaded
+and cached), :mod:`~matchbench.datasets.generators` (Kronecker, Delaunay, random
+geometric, grid, road-like, Erdos-Renyi) and :func:`smoke` (tiny instances shipped in
+the package).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import numbers
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matchbench.problems.bipartite import BipartiteGraph
+
+__all__ = [
+    "CACHE_SIZE",
+    "DatasetError",
+    "DatasetWarning",
+    "SMOKE_DIR",
+    "clear_cache",
+    "default_data_dir",
+    "expand",
+    "instance_key",
+    "load",
+    "smoke",
+    "smoke_names",
+]
+
+
+class DatasetError(ValueError):
+    """A dataset cannot be read, downloaded, generated or used; the message says which and why."""
+
+
+class DatasetWarning(UserWarning):
+    """Something in a dataset was repaired while loading it (merged duplicate entries...)."""
+
+
+SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
+
+#: How many instances :func:`load` keeps per process (an RCP variant counts apart from
+#: its original).
+CACHE_SIZE = 4
+
+_SET_KEYS = frozenset({"instances", "rcp", "rcp_seed", "name", "description"})
+
+
+def default_data_dir() -> Path:
+    """Where downloaded datasets are cached.
+
+    ``$MATCHBENCH_DATA_DIR`` when set, else ``<user cache dir>/matchbench/datasets``
+    (``platformdirs.user_cache_dir``; ``~/.cache/matchbench/datasets`` on Linux).
+    """
+    env = os.environ.get("MATCHBENCH_DATA_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("matchbench")) / "datasets"
+
+
+# ---------------------------------------------------------------------------------------
+# Specs
+
+
+def _plain(cfg: Any) -> Any:
+    """A resolved plain container, also when handed an OmegaConf config."""
+    if type(cfg).__module__.startswith("omegaconf"):
+        from omegaconf import OmegaConf
+
+        return OmegaConf.to_container(cfg, resolve=True)
+    return cfg
+
+
+def _rcp_modes(value: Any, where: str) -> list[bool]:
+    if value is None or value is False:
+        return [False]
+    if value is True:
+        return [True]
+    if isinstance(value, str) and value.lower() == "both":
+        return [False, True]
+    raise DatasetError(f"{where}: rcp must be true, false or 'both', not {value!r}")
+
+
+def _seed(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DatasetError(f"{where}: rcp_seed must be an integer, not {value!r}")
+    return value
+
+
+def _label(spec: Mapping[str, Any]) -> str:
+    """``kronecker(scale=16, seed=1)``: how messages name an instance before it exists."""
+    target = str(spec.get("_target_", "?")).rsplit(".", 1)[-1]
+    args = ", ".join(f"{k}={v!r}" for k, v in spec.items() if not str(k).startswith("_"))
+    return f"{target}({args})"
+
+
+def expand(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The instance specs of a dataset config.
+
+    Parameters
+    ----------
+    cfg : mapping
+        A dataset config: either one instance (``_target_`` and its arguments) or a set
+        (``instances``: a list of such dicts, plus optional ``name``/``description``).
+        ``rcp`` (true, false or ``"both"``) and ``rcp_seed`` (int, default 0) apply to
+        every instance; an instance's own ``rcp``/``rcp_seed`` take precedence.
+
+    Returns
+    -------
+    list of dict
+        One plain dict per instance, with ``rcp`` a bool and, where it is true,
+        ``rcp_seed``. ``rcp: both`` gives each instance twice, original first.
+
+    Raises
+    ------
+    DatasetError
+        For a config that is neither form, an empty set, or a bad ``rcp``/``rcp_seed``.
+
+    Notes
+    -----
+    RCP (random row and column permutation) is the second instance set of Deveci et al.
+    2013, Sec. 4: it makes augmenting paths long and cheap initial matchings poor.
+    """
+    cfg = _plain(cfg)
+    if not isinstance(cfg, Mapping):
+        raise DatasetError(f"a dataset config must be a mapping, not {type(cfg).__name__}")
+    where = str(cfg.get("name") or cfg.get("_target_") or "dataset")
+    rcp = cfg.get("rcp", False)
+    rcp_seed = cfg.get("rcp_seed", 0)
+    if "instances" in cfg:
+        if "_target_" in cfg:
+            raise DatasetError(f"{where}: a dataset config has either _target_ or instances")
+        extra = sorted(set(cfg) - _SET_KEYS)
+        if extra:
+            raise DatasetError(
+                f"{where}: unknown keys {extra} next to instances "
+                f"(allowed: {', '.join(sorted(_SET_KEYS))})"
+            )
+        specs = cfg["instances"]
+        if not isinstance(specs, list | tuple) or not specs:
+            raise DatasetError(f"{where}: instances must be a non-empty list")
+    elif "_target_" in cfg:
+        specs = [{k: v for k, v in cfg.items() if k not in ("rcp", "rcp_seed")}]
+    else:
+        raise DatasetError(f"{where}: a dataset config needs _target_ or instances")
+
+    out: list[dict[str, Any]] = []
+    for i, spec in enumerate(specs):
+        if not isinstance(spec, Mapping) or "_target_" not in spec:
+            raise DatasetError(f"{where}: instances[{i}] is not a mapping with _target_")
+        spec = dict(spec)
+        modes = _rcp_modes(spec.pop("rcp", rcp), f"{where}: instances[{i}]")
+        seed = _seed(spec.pop("rcp_seed", rcp_seed), f"{where}: instances[{i}]")
+        for mode in modes:
+            one = dict(spec, rcp=mode)
+            if mode:
+                one["rcp_seed"] = seed
+            _canonical(one)  # fail here, not in a worker, on data that is not plain
+            out.append(one)
+    return out
+
+
+def _canonical(spec: Mapping[str, Any]) -> str:
+    """The spec as canonical JSON; ``rcp_seed`` only counts when ``rcp`` is true."""
+    spec = dict(spec)
+    rcp = spec.pop("rcp", False)
+    seed = spec.pop("rcp_seed", 0)
+    if rcp not in (True, False):
+        raise DatasetError(f"{_label(spec)}: rcp must be a bool here (expand() the config first)")
+    if rcp:
+        spec["rcp"] = True
+        spec["rcp_seed"] = _seed(seed, _label(spec))
+    try:
+        return json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f"{_label(spec)}: a spec must be plain JSON data ({exc})") from None
+
+
+def instance_key(spec: Mapping[str, Any]) -> str:
+    """A short stable name of an instance spec: 16 hex digits of its canonical JSON's SHA-256.
+
+    Equal for specs that differ only in key order, or in ``rcp_seed`` when ``rcp`` is false.
+    """
+    return hashlib.sha256(_canonical(_plain(spec)).encode()).hexdigest()[:16]
+
+
+# ---------------------------------------------------------------------------------------
+# Loading
+
+_cache: OrderedDict[Any, Any] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def clear_cache() -> None:
+    """Forget the instances :func:`load` keeps."""
+    with _cache_lock:
+        _cache.clear()
+
+
+def _cached(key: Any, make: Callable[[], Any]) -> Any:
+    with _cache_lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key]
+    # Built outside the lock: threads of one worker may load different instances at once.
+    value = make()
+    with _cache_lock:
+        _cache[key] = value
+        _cache.move_to_end(key)
+        while len(_cache) > max(CACHE_SIZE, 1):
+            _cache.popitem(last=False)
+    return value
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _check_nonempty(inst: Any, label: str) -> None:
+    if inst is None:
+        raise DatasetError(f"{label}: the dataset function returned None")
+    name = getattr(inst, "name", None)
+    label = f"{name} ({label})" if isinstance(name, str) else label
+    for attr in ("n_rows", "n_cols", "n_edges"):
+        value = getattr(inst, attr, None)
+        if isinstance(value, numbers.Integral) and value == 0:
+            raise DatasetError(f"{label}: empty instance ({attr} = 0)")
+    size = getattr(inst, "size", None)
+    if type(inst).__module__ == "numpy" and size == 0:
+        raise DatasetError(f"{label}: empty instance (no elements)")
+
+
+def _instantiate(spec: dict[str, Any], data_dir: str | os.PathLike | None) -> Any:
+    label = _label(spec)
+    target = spec.get("_target_")
+    if not isinstance(target, str) or not target:
+        raise DatasetError(f"{label}: _target_ must name a function")
+    from hydra.errors import InstantiationException
+    from hydra.utils import get_method, instantiate
+
+    try:
+        fn = get_method(target)
+    except (ImportError, AttributeError, ValueError) as exc:
+        reason = str(exc).splitlines()
+        raise DatasetError(
+            f"unknown dataset {label}: no function {target}"
+            + (f" ({reason[1].strip()})" if len(reason) > 1 else "")
+        ) from None
+    kwargs = {k: v for k, v in spec.items() if not str(k).startswith("_")}
+    try:
+        inspect.signature(fn).bind(**kwargs)
+    except TypeError as exc:
+        raise DatasetError(f"{label}: bad parameters for {target}: {exc}") from None
+    except ValueError:  # no signature (a builtin): let the call decide
+        pass
+    extra = {}
+    if data_dir is not None and "data_dir" not in spec and _accepts(fn, "data_dir"):
+        extra["data_dir"] = str(data_dir)
+    cfg = dict(spec)
+    cfg.setdefault("_convert_", "all")
+    try:
+        inst = instantiate(cfg, **extra)
+    except InstantiationException as exc:
+        # Hydra wraps what the function raised; callers want the function's own error.
+        if exc.__cause__ is not None:
+            raise exc.__cause__ from None
+        raise DatasetError(f"{label}: {exc}") from None
+    _check_nonempty(inst, label)
+    return inst
+
+
+def load(spec: Mapping[str, Any], *, data_dir: str | os.PathLike | None = None) -> Any:
+    """The instance a spec names, from a per-process cache when it was loaded recently.
+
+    Parameters
+    ----------
+    spec : mapping
+        One item of :func:`expand`: ``_target_``, its arguments, ``rcp`` (bool) and
+        ``rcp_seed``.
+    data_dir : path, optional
+        Passed to target functions that take a ``data_dir`` argument (downloaded data).
+
+    Returns
+    -------
+    object
+        What the target returns (for graph families a ``BipartiteGraph``), permuted by
+        ``instance.permuted(rcp_seed)`` when ``rcp`` is true. Cached objects are shared
+        between calls: do not modify them.
+
+    Raises
+    ------
+    DatasetError
+        For an unknown target or bad parameters, an empty instance, or ``rcp`` on an
+        instance type without a ``permuted`` method; errors of the target function
+        (themselves ``DatasetError`` for bad data) pass through unchanged.
+    """
+    spec = dict(_plain(spec))
+    rcp = spec.pop("rcp", False)
+    seed = spec.pop("rcp_seed", 0)
+    label = _label(spec)
+    if rcp not in (True, False):
+        raise DatasetError(f"{label}: rcp must be a bool here (expand() the config first)")
+    seed = _seed(seed, label)
+    where = None if data_dir is None else str(Path(data_dir))
+    key = (_canonical(spec), where)
+    base = _cached(key, lambda: _instantiate(spec, data_dir))
+    if not rcp:
+        return base
+    permuted = getattr(base, "permuted", None)
+    if not callable(permuted):
+        raise DatasetError(f"{label}: rcp is set but {type(base).__name__} cannot be permuted")
+    return _cached((key, "rcp", seed), lambda: permuted(seed))
+
+
+# ---------------------------------------------------------------------------------------
+# The embedded smoke set
+
+
+def smoke_names() -> list[str]:
+    """The names (file stems) of the instances in ``matchbench/datasets/smoke/``."""
+    return sorted(p.name[: -len(".mtx")] for p in SMOKE_DIR.glob("*.mtx"))
+
+
+def smoke(name: str | None = None) -> BipartiteGraph:
+    """One of the tiny instances shipped in the package (``smoke/README.md`` lists them).
+
+    Parameters
+    ----------
+    name : str
+        File stem in ``matchbench/datasets/smoke/``; required (the default only turns a
+        config without ``name`` into a message that lists the choices).
+
+    Raises
+    ------
+    DatasetError
+        For a missing or unknown name.
+    """
+    names = smoke_names()
+    if name is None or name not in names:
+        what = "a name is required" if name is None else f"no smoke instance {name!r}"
+        raise DatasetError(f"smoke: {what}; available: {', '.join(names)}")
+    from matchbench.datasets.mtx import read
+
+    return read(SMOKE_DIR / f"{name}.mtx", name=name, family="smoke")
