@@ -26,6 +26,10 @@ def results_main(argv: list[str]) -> int:
     ap.add_argument("run", nargs="?", help="run id or results path (default: the latest run)")
     ap.add_argument("--root", default="runs", help="results root (default: runs)")
     ap.add_argument("--all-columns", action="store_true", help="print every column (long format)")
+    ap.add_argument(
+        "--pivot", action="store_true",
+        help="Markdown table: one line per instance, median solve seconds per algorithm[variant]",
+    )
     args = ap.parse_args(argv)
 
     try:
@@ -43,6 +47,9 @@ def results_main(argv: list[str]) -> int:
     if df.empty:
         print(f"matchbench results: {path}: no rows", file=sys.stderr)
         return 2
+    if args.pivot:
+        print(pivot_markdown(df))
+        return 0
     print(f"run {df['run_id'].iloc[0]}  ({path})")
     if args.all_columns:
         with pd.option_context("display.max_columns", None, "display.width", 200):
@@ -77,6 +84,38 @@ def summary_table(df):
     ).reset_index()
     out["t_solve_median_s"] = out["t_solve_median_s"].map(lambda x: f"{x:.6f}")
     return out
+
+
+def pivot_markdown(df) -> str:
+    """Instances as lines, ``algorithm[variant]`` as columns, median ``t_solve_s`` in cells.
+
+    A cell is the failure status where the pair has no verified ok row.
+    """
+    df = df[df["instance"].notna() & df["algorithm"].notna()].copy()
+    df["variant"] = df["variant"].fillna("default")
+    df["solver"] = df["algorithm"] + df["variant"].map(lambda v: "" if v == "default" else f"[{v}]")
+    good = df[(df["status"] == "ok") & (df["verified"] == True)]  # noqa: E712
+    med = good.groupby(["instance", "solver"])["t_solve_s"].median().unstack()
+    failed = df[df["status"] != "ok"].groupby(["instance", "solver"])["status"].first().unstack()
+    info = df.groupby("instance").agg(
+        n_rows=("n_rows", "first"), n_edges=("n_edges", "first"),
+        init=("objective_init", "first"), opt=("reference_objective", "max"),
+    )
+    solvers = sorted(df["solver"].unique())
+    head = ["instance", "rows", "edges", "init", "optimum", *solvers]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for inst, r in info.sort_index().iterrows():
+        cells = []
+        for s in solvers:
+            v = med.get(s, {}).get(inst) if s in med else None
+            if v is not None and v == v:
+                cells.append(f"{v:.4g}")
+            else:
+                f = failed.get(s, {}).get(inst) if failed is not None and s in failed else None
+                cells.append(str(f) if isinstance(f, str) else "-")
+        fmt = lambda x: "-" if x != x or x is None else f"{int(x)}"  # noqa: E731
+        lines.append("| " + " | ".join([inst, fmt(r.n_rows), fmt(r.n_edges), fmt(r.init), fmt(r.opt), *cells]) + " |")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
