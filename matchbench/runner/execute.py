@@ -155,7 +155,12 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
                 client.register_plugin(PrecompileKernels(families))
             progress = Progress(len(tasks), stream)
             futures = {}
-            for tid, t in tasks.items():
+            # Tasks of one instance back to back: each worker's instance cache then hits
+            # instead of regenerating or re-reading a large graph per algorithm.
+            from matchbench.datasets import instance_key
+
+            order = sorted(tasks.items(), key=lambda kv: instance_key(kv[1]["instance_spec"]))
+            for tid, t in order:
                 if t["device"] == "gpu" and not n_gpu:
                     rows = [error_row(task_base(t), "GPU task but no worker of this cluster offers the "
                                       "resource GPU=1 (use cluster=local_cuda, or start workers with "
