@@ -1,0 +1,963 @@
+"""GPU MCM benchmark: the eight APFB/APsB variants against the CPU references.
+
+::
+
+    python -m matchbench.bench.mcm_gpu --suite seed --out OUT [--max-scale 21]
+    python -m matchbench.bench.mcm_gpu --report OUT/results.jsonl [...] --md report.md
+
+The seed-family suite (Kronecker logn 18-21, Delaunay n20-23, random geometric n20-23,
+grids 2^20-2^22, each original and RCP-permuted) is generated in parallel by a process
+pool. Each instance starts from the shared cheap matching (timed apart). On the GPU:
+the eight variants {APFB, APsB} x {GPUBFS, GPUBFS-WR} x {CT, MT} (the paper's Table 1)
+under one sync mode, plus the other sync modes for the WR-CT variants; one warm-up and
+``--reps`` timed runs each (CUDA events), every answer checked by the König
+certificate, one extra instrumented run per variant for the edges scanned. Meanwhile the
+CPU references (scipy HK, numba HK, PFP, PR) run one at a time per worker in
+subprocesses with a timeout, so a reference that runs too long is reported as
+``>T s``. Results are JSON lines (one per run), written as they come; ``--report`` turns
+them into the markdown tables of ``docs/benchmarks/mcm.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import queue
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "algorithm"
+
+#: family -> scales (log2 of the vertex count) of the seed-family suite.
+SUITES: dict[str, dict[str, list[int]]] = {
+    "seed": {
+        "kronecker": [18, 19, 20, 21],
+        "delaunay": [20, 21, 22, 23],
+        "rgg": [20, 21, 22, 23],
+        "grid": [20, 21, 22],
+    },
+    # A few small instances, to check the pipeline end to end.
+    "tiny": {"kronecker": [12], "delaunay": [12], "rgg": [12], "grid": [12]},
+}
+
+#: Deveci et al. 2013, Table 2: APFB-GPUBFS-WR-CT on a Tesla C2050, seconds after the
+#: cheap matching, for the matrices of our families: (family, scale, rcp) -> seconds.
+PAPER_C2050 = {
+    ("kronecker", 21, False): 0.99,  # kron_g500-logn21
+    ("kronecker", 21, True): 3.71,
+    ("delaunay", 23, False): 0.96,  # delaunay_n23
+    ("delaunay", 23, True): 0.90,
+    ("delaunay", 24, False): 1.98,  # delaunay_n24
+    ("delaunay", 24, True): 1.86,
+    ("rgg", 24, False): 3.68,  # rgg_n_2_24_s0
+    ("rgg", 24, True): 2.20,
+}
+
+REFS = ("scipy_hk", "hk", "pfp", "pr")
+#: Seconds a reference job gets beyond its solve limit (loading, cheap matching, check).
+LOAD_ALLOWANCE_S = 60.0
+VARIANTS = [
+    (alg, bfs, threads)
+    for alg in ("apfb", "apsb")
+    for bfs in ("plain", "wr")
+    for threads in ("ct", "mt")
+]
+SYNC_STUDY = [("apfb", "wr", "ct"), ("apsb", "wr", "ct")]
+
+
+def variant_label(alg: str, bfs: str, threads: str) -> str:
+    return f"{alg.upper().replace('APSB', 'APsB')}-{'GPUBFS-WR' if bfs == 'wr' else 'GPUBFS'}-{threads.upper()}"
+
+
+# -- instances -----------------------------------------------------------------------
+
+
+def _save_graph(g: Any, path: Path) -> None:
+    np.savez(
+        path,
+        n_rows=g.n_rows,
+        n_cols=g.n_cols,
+        row_ptr=g.row_ptr,
+        row_ind=g.row_ind,
+        col_ptr=g.col_ptr,
+        col_ind=g.col_ind,
+        meta=json.dumps({"name": g.name, "family": g.family, "params": g.params}),
+    )
+
+
+def load_graph(path: str | Path) -> Any:
+    """A graph saved by the generation workers."""
+    from matchbench.problems.bipartite import BipartiteGraph
+
+    with np.load(path) as z:
+        meta = json.loads(str(z["meta"]))
+        return BipartiteGraph(
+            int(z["n_rows"]),
+            int(z["n_cols"]),
+            z["row_ptr"],
+            z["row_ind"],
+            z["col_ptr"],
+            z["col_ind"],
+            name=meta["name"],
+            family=meta["family"],
+            params=meta["params"],
+        )
+
+
+def _generate(job: tuple[str, int, int, str]) -> list[dict[str, Any]]:
+    """Worker: generate one instance and its RCP permutation, save both."""
+    family, scale, seed, graph_dir = job
+    from matchbench.datasets import generators
+
+    t0 = time.perf_counter()
+    g = getattr(generators, family)(scale, seed=seed)
+    t_gen = time.perf_counter() - t0
+    out = []
+    for h, rcp in ((g, False), (g.permuted(seed), True)):
+        path = Path(graph_dir) / f"{h.name}.npz"
+        _save_graph(h, path)
+        out.append(
+            {
+                "instance": h.name,
+                "family": family,
+                "scale": scale,
+                "rcp": rcp,
+                "path": str(path),
+                "n_rows": h.n_rows,
+                "n_cols": h.n_cols,
+                "n_edges": h.n_edges,
+                "csr_bytes": h.nbytes,
+                "t_generate_s": t_gen,
+            }
+        )
+    return out
+
+
+# -- CPU references (each in its own subprocess) ---------------------------------------
+
+
+def make_solver(name: str, **overrides: Any) -> Any:
+    """Instantiate ``conf/algorithm/<name>.yaml`` (with overrides) as the runner does."""
+    from hydra.utils import instantiate
+    from omegaconf import OmegaConf
+
+    cfg = OmegaConf.load(CONF_DIR / f"{name}.yaml")
+    if overrides:
+        cfg = OmegaConf.merge(cfg, overrides)
+    return instantiate(cfg)
+
+
+def ref_job(path: str, name: str, marker: str | None = None) -> dict[str, Any]:
+    """Child process: one CPU reference on one instance after the cheap matching.
+
+    Writes the wall-clock time at which the timed ``run()`` starts to ``marker``, so that a
+    parent that kills this process knows how long the solve itself had run.
+    """
+    from matchbench.problems.mcm import MCM
+
+    g = load_graph(path)
+    problem = MCM()
+    init = problem.initialize(g)
+    solver = make_solver(name)
+    skip, reason = solver.skip(g)
+    row: dict[str, Any] = {"kind": "ref", "instance": g.name, "solver": name}
+    if skip:
+        return {**row, "status": "skip", "reason": reason}
+    solver.prepare(g, init)
+    if marker:
+        Path(marker).write_text(repr(time.time()))
+    t0 = time.perf_counter()
+    solver.run()
+    t_run = time.perf_counter() - t0
+    v = problem.verify(g, solver.result())
+    return {
+        **row,
+        "status": "ok" if v.verified else "fail",
+        "t_solve_s": t_run,
+        "verified": bool(v.verified),
+        "reason": v.reason,
+        "cardinality": v.objective,
+        "from_init": name != "scipy_hk",
+    }
+
+
+def ref_warmup() -> None:
+    """Compile the numba kernels into numba's cache once, before parallel jobs load it."""
+    from matchbench.problems.bipartite import BipartiteGraph
+    from matchbench.problems.mcm import MCM
+
+    g = BipartiteGraph.from_coo([0, 1, 1, 2], [0, 0, 1, 2], 3, 3, name="warmup")
+    problem = MCM()
+    for name in REFS:
+        s = make_solver(name)
+        s.prepare(g, problem.initialize(g))
+        s.run()
+        problem.verify(g, s.result())
+
+
+def _read_marker(path: Path) -> float | None:
+    try:
+        return float(path.read_text())
+    except (OSError, ValueError):  # not written yet, or caught mid-write
+        return None
+
+
+class RefRunner:
+    """Runs the reference jobs in subprocesses, ``workers`` at a time, until a deadline."""
+
+    def __init__(self, workers: int, timeout_s: float, deadline: float, sink):
+        self.pool = ThreadPoolExecutor(max_workers=workers)
+        self.timeout_s = timeout_s
+        self.deadline = deadline
+        self.sink = sink
+        self.futures = []
+
+    def submit(self, inst: dict[str, Any], name: str) -> None:
+        self.futures.append(self.pool.submit(self._run, inst, name))
+
+    def _run(self, inst: dict[str, Any], name: str) -> None:
+        row = {"kind": "ref", "instance": inst["instance"], "solver": name}
+        left = self.deadline - time.time()
+        if left < 5:
+            self.sink({**row, "status": "not_run", "reason": "benchmark time budget spent"})
+            return
+        # The time limit is on the solve (from the moment the child starts its timed run);
+        # loading, the cheap matching and the check are not counted, but loading is
+        # bounded by LOAD_ALLOWANCE_S.
+        marker = Path(inst["path"]).with_suffix(f".{name}.started")
+        marker.unlink(missing_ok=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "matchbench.bench.mcm_gpu",
+            "--ref-job",
+            inst["path"],
+            name,
+            "--marker",
+            str(marker),
+        ]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        t_launch = time.time()
+        while True:
+            try:
+                stdout, stderr = proc.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.time()
+            started = _read_marker(marker)
+            over = started is not None and now - started > self.timeout_s
+            late = started is None and now - t_launch > LOAD_ALLOWANCE_S
+            if over or late or now > self.deadline:
+                proc.kill()
+                proc.communicate()
+                if started is None:
+                    why = "time budget spent" if now > self.deadline else "loading took too long"
+                    self.sink(
+                        {**row, "status": "not_run", "reason": f"killed before its solve: {why}"}
+                    )
+                else:
+                    self.sink(
+                        {
+                            **row,
+                            "status": "timeout",
+                            "timeout_s": now - started,
+                            "cut_by_budget": not over,
+                        }
+                    )
+                return
+        p = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+        lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
+        if p.returncode != 0 or not lines:
+            self.sink({**row, "status": "error", "reason": (p.stderr or p.stdout)[-2000:]})
+            return
+        self.sink(json.loads(lines[-1]))
+
+    def wait(self) -> None:
+        for f in self.futures:
+            f.result()
+        self.pool.shutdown()
+
+
+# -- GPU -------------------------------------------------------------------------------
+
+
+def device_row() -> dict[str, Any]:
+    """GPU provenance and the measured device-to-device copy bandwidth."""
+    import cupy as cp
+
+    from matchbench.solvers.gpu.common import device_info
+
+    nbytes = 1 << 30
+    a = cp.empty(nbytes, dtype=cp.uint8)
+    a.fill(1)
+    b = cp.empty_like(a)
+    b[...] = a  # warm-up
+    start, stop = cp.cuda.Event(), cp.cuda.Event()
+    reps = 20
+    start.record()
+    for _ in range(reps):
+        b[...] = a
+    stop.record()
+    stop.synchronize()
+    secs = cp.cuda.get_elapsed_time(start, stop) / 1e3
+    del a, b
+    cp.get_default_memory_pool().free_all_blocks()
+    cpu = platform.processor()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(x.split(":", 1)[1].strip() for x in f if x.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return {
+        "kind": "device",
+        **device_info(),
+        # Bytes read plus bytes written, the convention of STREAM's copy.
+        "d2d_copy_GBps": 2 * nbytes * reps / secs / 1e9,
+        "cpu_model": cpu,
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def gpu_configs(which: str, table_sync: str) -> list[tuple[str, str, str, str]]:
+    """(algorithm, bfs, threads, sync) to run: the eight variants, then the sync study."""
+    out = [(a, b, t, table_sync) for a, b, t in VARIANTS] if which in ("all", "table1") else []
+    if which in ("all", "sync"):
+        out += [
+            (a, b, t, s)
+            for a, b, t in SYNC_STUDY
+            for s in ("level", "batched", "graph")
+            if s != table_sync or which == "sync"
+        ]
+    return out
+
+
+def bench_gpu_instance(
+    inst: dict[str, Any],
+    configs: list[tuple[str, str, str, str]],
+    reps: int,
+    sink,
+    edges_sync: str | None = None,
+) -> None:
+    """All GPU configurations on one instance; one JSON row per timed run."""
+    import cupy as cp
+
+    from matchbench.problems.mcm import MCM
+
+    pool = cp.get_default_memory_pool()
+    g = load_graph(inst["path"])
+    problem = MCM()
+    t_init = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        init = problem.initialize(g)
+        t_init.append(time.perf_counter() - t0)
+    base = {
+        k: inst[k]
+        for k in ("instance", "family", "scale", "rcp", "n_rows", "n_cols", "n_edges", "csr_bytes")
+    }
+    sink(
+        {
+            "kind": "init",
+            **base,
+            "t_init_s": statistics.median(t_init),
+            "init_cardinality": init.cardinality,
+        }
+    )
+    for alg, bfs, threads, sync in configs:
+        row = {
+            "kind": "gpu",
+            **base,
+            "algorithm": alg,
+            "bfs": bfs,
+            "threads": threads,
+            "sync": sync,
+            "variant": variant_label(alg, bfs, threads),
+        }
+        pool.free_all_blocks()
+        try:
+            solver = make_solver(alg, bfs=bfs, threads=threads, sync=sync)
+            t0 = time.perf_counter()
+            solver.prepare(g, init)
+            t_first_prepare = time.perf_counter() - t0
+            for rep in range(reps + 1):  # rep 0 is the warm-up
+                t0 = time.perf_counter()
+                solver.prepare(g, init)
+                t_prepare = time.perf_counter() - t0
+                solver.run()
+                m = solver.result()
+                t0 = time.perf_counter()
+                v = problem.verify(g, m)
+                t_verify = time.perf_counter() - t0
+                sink(
+                    {
+                        **row,
+                        "rep": rep,
+                        "t_solve_s": solver.timings()["solve"],
+                        "t_transfer_s": solver.timings()["transfer"],
+                        "t_prepare_s": t_prepare,
+                        "t_first_prepare_s": t_first_prepare,
+                        "t_verify_s": t_verify,
+                        "verified": bool(v.verified),
+                        "reason": v.reason,
+                        "cardinality": v.objective,
+                        "solver_bytes": solver.memory_peak_bytes(),
+                        "pool_bytes": pool.total_bytes(),
+                        **solver.counters(),
+                    }
+                )
+            del solver
+            if sync == edges_sync:
+                # Instrumented run: edges scanned by the BFS (not timed for the tables).
+                pool.free_all_blocks()
+                solver = make_solver(alg, bfs=bfs, threads=threads, sync=sync)
+                solver.count_edges = True
+                solver.prepare(g, init)
+                solver.run()
+                v = problem.verify(g, solver.result())
+                sink(
+                    {
+                        **row,
+                        "kind": "gpu_edges",
+                        "verified": bool(v.verified),
+                        "t_solve_instrumented_s": solver.timings()["solve"],
+                        **solver.counters(),
+                    }
+                )
+                del solver
+        except Exception as exc:  # a failure is a row, not a lost benchmark
+            sink({**row, "rep": -1, "verified": False, "reason": f"{type(exc).__name__}: {exc}"})
+        pool.free_all_blocks()
+
+
+# -- the whole suite --------------------------------------------------------------------
+
+
+def run_suite(args: argparse.Namespace) -> int:
+    import multiprocessing as mp
+
+    t_start = time.time()
+    deadline = t_start + args.budget_s
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    graph_dir = Path(args.graph_dir)
+    graph_dir.mkdir(parents=True, exist_ok=True)
+    results = out / "results.jsonl"
+    lock = threading.Lock()
+
+    def sink(row: dict[str, Any]) -> None:
+        row = {**row, "t_elapsed_s": round(time.time() - t_start, 2)}
+        with lock, open(results, "a") as f:
+            f.write(json.dumps(row, default=_json_default) + "\n")
+
+    suite = SUITES[args.suite]
+    jobs = [
+        (fam, s, args.seed, str(graph_dir))
+        for fam, scales in suite.items()
+        if fam in args.families
+        for s in scales
+        if args.min_scale <= s <= args.max_scale
+    ]
+    if args.pick:
+        picked = {(f, int(x)) for f, x in (p.split(":") for p in args.pick)}
+        jobs = [j for j in jobs if (j[0], j[1]) in picked]
+    # Largest first, so the long generations overlap the short ones; the GPU and the CPU
+    # references start on each instance as soon as it exists.
+    jobs.sort(key=lambda j: -j[1])
+    if args.refs:
+        # Fill numba's cache once, before parallel jobs would all compile.
+        subprocess.run(
+            [sys.executable, "-m", "matchbench.bench.mcm_gpu", "--ref-warmup"],
+            check=True,
+            timeout=300,
+        )
+    refs = (
+        RefRunner(args.ref_workers, args.ref_timeout, deadline - args.report_margin_s, sink)
+        if args.refs
+        else None
+    )
+    print(f"[{time.time() - t_start:6.1f}s] generating {len(jobs)} graphs", flush=True)
+    ready: queue.Queue = queue.Queue()
+    ctx = mp.get_context("spawn")  # no fork: this process holds a CUDA context
+    pool = ctx.Pool(min(args.gen_workers, max(1, len(jobs))))
+
+    def generate_all() -> None:
+        try:
+            for rows in pool.imap_unordered(_generate, jobs):
+                for r in rows:
+                    sink({"kind": "instance", **{k: v for k, v in r.items() if k != "path"}})
+                    ready.put(r)
+                print(
+                    f"[{time.time() - t_start:6.1f}s] generated {rows[0]['instance']} "
+                    f"({rows[0]['n_edges']} edges, {rows[0]['t_generate_s']:.1f}s)",
+                    flush=True,
+                )
+        except Exception as exc:  # a failure is a row
+            sink({"kind": "error", "where": "generation", "reason": repr(exc)})
+        finally:
+            ready.put(None)
+
+    threading.Thread(target=generate_all, daemon=True).start()
+    sink(device_row())
+    configs = gpu_configs(args.configs, args.sync)
+    # Among the instances generated so far, the GPU takes those named by --priority first
+    # (in that order), then the smallest.
+    rank = {tuple(p.split(":")): k for k, p in enumerate(args.priority or [])}
+    waiting: list[dict[str, Any]] = []
+    generating = True
+    while generating or waiting:
+        try:
+            block = generating and not waiting
+            timeout = max(1.0, deadline - args.report_margin_s - time.time())
+            while True:  # drain what is ready
+                inst = ready.get(block=block, timeout=timeout if block else None)
+                block = False
+                if inst is None:
+                    generating = False
+                    break
+                if refs is not None:
+                    for name in args.refs:
+                        refs.submit(inst, name)
+                waiting.append(inst)
+        except queue.Empty:
+            if block:
+                sink({"kind": "error", "where": "generation", "reason": "time budget spent"})
+                break
+        if not waiting:
+            continue
+        waiting.sort(
+            key=lambda r: (rank.get((r["family"], str(r["scale"])), len(rank)), r["n_edges"])
+        )
+        inst = waiting.pop(0)
+        if time.time() > deadline - args.report_margin_s:
+            sink(
+                {
+                    "kind": "gpu",
+                    "instance": inst["instance"],
+                    "rep": -1,
+                    "verified": False,
+                    "reason": "not run: benchmark time budget spent",
+                }
+            )
+            continue
+        bench_gpu_instance(inst, configs, args.reps, sink, edges_sync=args.sync)
+        print(f"[{time.time() - t_start:6.1f}s] GPU done {inst['instance']}", flush=True)
+    pool.terminate()
+    if refs is not None:
+        refs.wait()
+    rows = read_rows([results])
+    (out / "report.md").write_text(build_report(rows))
+    print(summary(rows))
+    wrong = [
+        r
+        for r in rows
+        if r["kind"] in ("gpu", "gpu_edges") and r.get("rep", 0) != -1 and not r.get("verified")
+    ]
+    return 1 if wrong else 0
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    return str(o)
+
+
+# -- report -----------------------------------------------------------------------------
+
+
+def read_rows(paths: list[Path]) -> list[dict[str, Any]]:
+    rows = []
+    for p in paths:
+        with open(p) as f:
+            rows += [json.loads(x) for x in f if x.strip()]
+    return rows
+
+
+def geomean(xs: list[float]) -> float:
+    xs = [x for x in xs if x is not None and x > 0 and math.isfinite(x)]
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def _table(header: list[str], body: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in body]
+    return "\n".join(lines) + "\n"
+
+
+def _s(t: float | None) -> str:
+    if t is None or not math.isfinite(t):
+        return "-"
+    return f"{t:.3g}" if t >= 1e-3 else f"{t * 1e3:.3g} ms"
+
+
+class Results:
+    """The JSON rows of one or more benchmark runs, indexed for the report."""
+
+    def __init__(self, rows: list[dict[str, Any]]):
+        self.device = next((r for r in rows if r["kind"] == "device"), {})
+        self.instances = {r["instance"]: r for r in rows if r["kind"] == "instance"}
+        self.init = {r["instance"]: r for r in rows if r["kind"] == "init"}
+        self.gpu: dict[tuple, list[dict[str, Any]]] = {}
+        self.wrong: list[dict[str, Any]] = []
+        for r in rows:
+            if r["kind"] == "gpu" and r.get("rep", 0) >= 0:
+                if not r["verified"]:
+                    self.wrong.append(r)
+                key = (r["instance"], r["algorithm"], r["bfs"], r["threads"], r["sync"])
+                self.gpu.setdefault(key, []).append(r)
+            elif r["kind"] == "gpu" and r.get("rep") == -1 and "not run" not in r.get("reason", ""):
+                self.wrong.append(r)
+        self.edges = {
+            (r["instance"], r["algorithm"], r["bfs"], r["threads"], r["sync"]): r
+            for r in rows
+            if r["kind"] == "gpu_edges"
+        }
+        self.refs = {(r["instance"], r["solver"]): r for r in rows if r["kind"] == "ref"}
+        order = sorted(self.instances.values(), key=lambda r: (r["family"], r["scale"], r["rcp"]))
+        self.all_names = [r["instance"] for r in order]
+        # Instances the GPU ran (a run cut short by its time budget leaves some out).
+        ran = {k[0] for k in self.gpu}
+        self.names = [n for n in self.all_names if n in ran]
+
+    def t(self, inst: str, cfg: tuple[str, str, str, str]) -> float | None:
+        """Median timed solve (warm-up excluded) of a verified configuration."""
+        runs = self.gpu.get((inst, *cfg), [])
+        timed = [r["t_solve_s"] for r in runs if r["rep"] >= 1 and r["verified"]]
+        if not timed or any(not r["verified"] for r in runs):
+            return None
+        return statistics.median(timed)
+
+    def run(self, inst: str, cfg: tuple[str, str, str, str]) -> dict[str, Any] | None:
+        runs = [r for r in self.gpu.get((inst, *cfg), []) if r["rep"] >= 1]
+        return runs[-1] if runs else None
+
+    def ref(self, inst: str, name: str) -> tuple[float | None, str]:
+        r = self.refs.get((inst, name))
+        if r is None:
+            return None, "not run"
+        if r["status"] == "ok":
+            return r["t_solve_s"], _s(r["t_solve_s"])
+        if r["status"] == "timeout":
+            # A lower bound: the solve had run this long when it was killed.
+            budget = " (budget)" if r.get("cut_by_budget") else ""
+            return math.inf, f">{r['timeout_s']:.0f} s{budget}"
+        return None, r["status"]
+
+    def sets(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {"O (all)": [], "RCP (all)": []}
+        for n in self.names:
+            r = self.instances[n]
+            out["RCP (all)" if r["rcp"] else "O (all)"].append(n)
+            out.setdefault(f"{r['family']} {'RCP' if r['rcp'] else 'O'}", []).append(n)
+        return out
+
+    def table_sync(self) -> str:
+        syncs = [k[4] for k in self.gpu if k[1:4] == ("apfb", "plain", "ct")]
+        return statistics.mode(syncs) if syncs else "batched"
+
+    def best_variant(self) -> tuple[str, str, str, str]:
+        sync = self.table_sync()
+        scores = {}
+        for v in VARIANTS:
+            ts = [self.t(n, (*v, sync)) for n in self.names]
+            if all(t is not None for t in ts) and ts:
+                scores[v] = geomean(ts)
+        best = min(scores, key=scores.get) if scores else VARIANTS[3]
+        return (*best, sync)
+
+
+def build_report(rows: list[dict[str, Any]]) -> str:
+    """The markdown tables of ``docs/benchmarks/mcm.md`` from benchmark rows."""
+    R = Results(rows)
+    d = R.device
+    bw = d.get("d2d_copy_GBps", float("nan"))
+    sync = R.table_sync()
+    parts = [
+        f"GPU: {d.get('gpu_model', '?')} (CUDA runtime {d.get('cuda_runtime_version', '?')}, "
+        f"driver {d.get('cuda_driver_version', '?')}, CuPy {d.get('cupy_version', '?')}); "
+        f"measured device-to-device copy {bw:.0f} GB/s (read + write). "
+        f"CPU: {d.get('cpu_model', '?')}, {d.get('cpu_count', '?')} logical cores.\n",
+    ]
+    if R.wrong:
+        parts.append(
+            f"\n**{len(R.wrong)} GPU runs not certified or failed:** "
+            + "; ".join(
+                f"{r['instance']} {r.get('variant')} {r.get('sync')}: {r.get('reason')}"
+                for r in R.wrong[:10]
+            )
+            + "\n"
+        )
+
+    missing = [n for n in R.all_names if n not in R.names]
+    if missing:
+        parts.append("\nNot run on the GPU (time budget): " + ", ".join(missing) + ".\n")
+
+    # Instances.
+    body = []
+    for n in R.all_names:
+        r, i = R.instances[n], R.init.get(n, {})
+        maxc = next(
+            (x["cardinality"] for k, xs in R.gpu.items() if k[0] == n for x in xs if x["verified"]),
+            None,
+        )
+        body.append(
+            [
+                n,
+                r["n_rows"],
+                r["n_edges"],
+                i.get("init_cardinality", "-"),
+                "-" if maxc is None else int(maxc),
+                _s(i.get("t_init_s")),
+            ]
+        )
+    parts.append(
+        "\n### Instances\n\n"
+        + _table(
+            [
+                "instance",
+                "rows = cols",
+                "edges (nnz)",
+                "cheap card.",
+                "max card.",
+                "cheap init (s)",
+            ],
+            body,
+        )
+    )
+
+    # Table 1: geometric means per set.
+    header = ["set", "#"] + [variant_label(*v) for v in VARIANTS]
+    body = []
+    for name, insts in R.sets().items():
+        cells = []
+        for v in VARIANTS:
+            ts = [R.t(n, (*v, sync)) for n in insts]
+            ok = all(t is not None for t in ts) and ts
+            cells.append(_s(geomean(ts)) if ok else "-")
+        body.append([name, len(insts)] + cells)
+    parts.append(
+        f"\n### Table 1 analogue: geometric mean solve time (s), sync={sync}\n\n"
+        + _table(header, body)
+    )
+
+    best = R.best_variant()
+    # Sync modes.
+    header = ["instance"]
+    cfgs = [(*v, s) for v in SYNC_STUDY for s in ("level", "batched", "graph")]
+    header += [f"{variant_label(*c[:3])} {c[3]}" for c in cfgs]
+    body = []
+    for n in R.names:
+        cells = []
+        for c in cfgs:
+            t, r = R.t(n, c), R.run(n, c)
+            cells.append("-" if t is None else f"{_s(t)} ({r['host_syncs']} syncs)")
+        body.append([n] + cells)
+    gm = ["geomean"] + [
+        _s(geomean([R.t(n, c) for n in R.names]))
+        if all(R.t(n, c) is not None for n in R.names)
+        else "-"
+        for c in cfgs
+    ]
+    parts.append(
+        "\n### Sync modes: solve time (s) and host round trips\n\n" + _table(header, body + [gm])
+    )
+
+    # Table 2: best variant vs CPU references.
+    header = (
+        ["instance", f"GPU {variant_label(*best[:3])} ({best[3]})"]
+        + list(REFS)
+        + ["speedup vs scipy_hk", "speedup vs best CPU", "C2050 (paper)"]
+    )
+    body = []
+    speedups, per_inst_ok, worst = [], [], []
+    for n in R.all_names:
+        tg = R.t(n, best)
+        cells = [n, _s(tg)]
+        ref_t = {}
+        for name in REFS:
+            t, txt = R.ref(n, name)
+            ref_t[name] = t
+            cells.append(txt)
+        ts = ref_t["scipy_hk"]
+        sp_ = (ts / tg) if (tg and ts) else None
+        if sp_ is None:
+            cells.append("-")
+        elif math.isinf(sp_):
+            cells.append(f">{R.refs[(n, 'scipy_hk')]['timeout_s'] / tg:.0f}x")
+        else:
+            cells.append(f"{sp_:.1f}x")
+        finite = [t for t in ref_t.values() if t is not None]
+        bc = min(finite) if finite else None
+        cells.append("-" if not (tg and bc) else f"{bc / tg:.2f}x")
+        r = R.instances[n]
+        paper = PAPER_C2050.get((r["family"], r["scale"], r["rcp"]))
+        cells.append("-" if paper is None else f"{paper} ({paper / tg:.1f}x)" if tg else str(paper))
+        body.append(cells)
+        if sp_ is not None:
+            speedups.append(sp_)
+        if tg and finite:
+            slowest = max(finite)
+            per_inst_ok.append(tg < slowest)
+            if tg >= slowest:
+                worst.append(n)
+    parts.append(
+        "\n### Table 2 analogue: best GPU variant vs CPU references (s)\n\n"
+        "CPU references after the same cheap matching (scipy_hk starts from the empty "
+        "matching: SciPy takes no initial matching); `>T s` = killed at the time limit.\n\n"
+        + _table(header, body)
+    )
+
+    # Memory and throughput of the best variant.
+    header = [
+        "instance",
+        "CSR bytes (both)",
+        "solver bytes",
+        "pool bytes held",
+        "pool / CSR",
+        "BFS levels",
+        "edges scanned",
+        "edges/s",
+        "est. bytes/s",
+        "% of copy BW",
+    ]
+    body = []
+    for n in R.names:
+        r, e, tg = R.run(n, best), R.edges.get((n, *best)), R.t(n, best)
+        inst = R.instances[n]
+        if r is None:
+            continue
+        cells = [
+            n,
+            inst["csr_bytes"],
+            r["solver_bytes"],
+            r["pool_bytes"],
+            f"{r['pool_bytes'] / inst['csr_bytes']:.2f}",
+            r["bfs_levels"],
+        ]
+        if e is not None and tg:
+            item = 4
+            # Lower bound on the bytes a level moves: the scan of bfs_array over all
+            # columns (the paper's kernels have no frontier queue), plus per scanned edge
+            # the column index and the row's mate.
+            est = (e["bfs_levels"] * inst["n_cols"] * item + e["edges_scanned"] * 2 * item) / tg
+            cells += [
+                e["edges_scanned"],
+                f"{e['edges_scanned'] / tg:.3g}",
+                f"{est:.3g}",
+                f"{100 * est / (bw * 1e9):.1f}%",
+            ]
+        else:
+            cells += ["-"] * 4
+        body.append(cells)
+    parts.append(
+        f"\n### Memory and throughput, {variant_label(*best[:3])} ({best[3]})\n\n"
+        + _table(header, body)
+    )
+
+    # Targets.
+    gms = geomean([s for s in speedups if math.isfinite(s)])
+    n_inf = sum(1 for s in speedups if math.isinf(s))
+    paper_rows = []
+    for n in R.names:
+        r = R.instances[n]
+        paper = PAPER_C2050.get((r["family"], r["scale"], r["rcp"]))
+        tg = R.t(n, best)
+        if paper is not None and tg:
+            paper_rows.append(f"{n}: {paper / tg:.1f}x")
+    parts.append(
+        "\n### Targets (computed)\n\n"
+        f"- Geometric-mean speedup of the best variant over scipy HK on instances where "
+        f"scipy finished: {gms:.1f}x over {len(speedups) - n_inf} instances"
+        + (f" ({n_inf} more where scipy hit the time limit)" if n_inf else "")
+        + " (target >= 25x).\n"
+        "- Versus the paper's C2050 times (same family and size): "
+        + (", ".join(paper_rows) if paper_rows else "no instance of a size the paper reports")
+        + " (target >= 10x).\n"
+        "- Instances where the best variant is not faster than the slowest CPU reference: "
+        + (", ".join(worst) if worst else "none")
+        + f" (of {len(per_inst_ok)} with a reference time).\n"
+    )
+    return "".join(parts)
+
+
+def summary(rows: list[dict[str, Any]]) -> str:
+    """A short table for the end of the console output."""
+    R = Results(rows)
+    sync = R.table_sync()
+    lines = [f"{'instance':28s} " + " ".join(f"{variant_label(*v)[:14]:>14s}" for v in VARIANTS)]
+    for n in R.names:
+        lines.append(f"{n:28s} " + " ".join(f"{_s(R.t(n, (*v, sync))):>14s}" for v in VARIANTS))
+    lines.append(f"wrong or failed GPU runs: {len(R.wrong)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m matchbench.bench.mcm_gpu", description=__doc__.split("\n")[0]
+    )
+    ap.add_argument("--suite", choices=sorted(SUITES), default="seed")
+    ap.add_argument("--out", type=Path, help="folder for results.jsonl and report.md")
+    ap.add_argument("--families", nargs="+", default=["kronecker", "delaunay", "rgg", "grid"])
+    ap.add_argument("--min-scale", type=int, default=0)
+    ap.add_argument("--max-scale", type=int, default=99)
+    ap.add_argument(
+        "--pick", nargs="+", metavar="FAMILY:SCALE", help="only these instances of the suite"
+    )
+    ap.add_argument(
+        "--priority", nargs="+", metavar="FAMILY:SCALE", help="run these first on the GPU"
+    )
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--reps", type=int, default=2, help="timed runs after one warm-up")
+    ap.add_argument("--sync", default="batched", help="sync mode of the eight-variant table")
+    ap.add_argument("--configs", choices=["all", "table1", "sync"], default="all")
+    ap.add_argument("--refs", nargs="*", default=list(REFS))
+    ap.add_argument("--ref-timeout", type=float, default=60.0)
+    ap.add_argument("--ref-workers", type=int, default=4)
+    ap.add_argument("--gen-workers", type=int, default=12)
+    ap.add_argument("--graph-dir", default="/tmp/matchbench_graphs")
+    ap.add_argument(
+        "--budget-s",
+        type=float,
+        default=3600.0,
+        help="stop starting new work after this many seconds",
+    )
+    ap.add_argument("--report-margin-s", type=float, default=15.0)
+    ap.add_argument("--report", type=Path, nargs="+", help="results.jsonl files to tabulate")
+    ap.add_argument("--md", type=Path, help="with --report: write the markdown here")
+    ap.add_argument("--ref-job", nargs=2, metavar=("GRAPH", "SOLVER"), help=argparse.SUPPRESS)
+    ap.add_argument("--ref-warmup", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--marker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.ref_job:
+        print(json.dumps(ref_job(*args.ref_job, marker=args.marker), default=_json_default))
+        return 0
+    if args.ref_warmup:
+        ref_warmup()
+        return 0
+    if args.report:
+        rows = read_rows(args.report)
+        text = build_report(rows)
+        if args.md:
+            args.md.write_text(text)
+        print(text)
+        return 0
+    if args.out is None:
+        ap.error("--out is required")
+    return run_suite(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
