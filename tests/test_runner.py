@@ -132,3 +132,26 @@ def test_bad_algorithm_config_is_an_error_row(tmp_path):
     plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.nosuch.Solver"}))
     assert not plan.tasks and len(plan.error_rows) == 1
     assert "algorithm config" in plan.error_rows[0]["error"]
+
+
+def test_precompile_plugin_registers_on_a_cluster():
+    from distributed import Client, LocalCluster
+
+    from matchbench.runner.execute import PrecompileKernels
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as cluster, Client(cluster) as client:
+        client.register_plugin(PrecompileKernels([]))
+        (info,) = client.scheduler_info()["workers"].values()
+        assert info["id"] is not None
+
+
+def test_timeout_before_any_row_still_names_the_instance(tmp_path, faulty_path):
+    task = _task(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": "sleep", "at": -1})
+    task["timeout_s"] = 3.0
+    proc = TaskProcess()
+    try:
+        (row,) = proc.run(task)
+    finally:
+        proc.close()
+    assert row["status"] == "timeout"
+    assert row["instance"].startswith("er_") and row["n_rows"] == 128 and row["n_edges"] > 0

@@ -51,6 +51,7 @@ class TaskProcess:
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._lock = threading.Lock()
+        self._base: Row | None = None  # identity columns of the task in flight
 
     def _start(self) -> None:
         parent, child = socket.socketpair()
@@ -92,6 +93,7 @@ class TaskProcess:
     def _run(self, task: dict[str, Any]) -> list[Row]:
         timeout = float(task.get("timeout_s", 600))
         rows: list[Row] = []
+        self._base = None
         start = time.perf_counter()
         if self._proc is None or self._proc.poll() is not None:
             self._kill()
@@ -105,6 +107,8 @@ class TaskProcess:
                 kind, payload = self._conn.recv()
                 if kind == "row":
                     rows.append(payload)
+                elif kind == "loaded":
+                    self._base = payload
                 elif kind == "done":
                     break
                 else:  # "fail": an error outside execute_task's own handling
@@ -113,21 +117,21 @@ class TaskProcess:
         except TaskTimeout:
             self._kill()
             rows.append(
-                _after(rows, task, f"task exceeded timeout_s={timeout:g} s and was killed", "timeout")
+                _after(rows, task, f"task exceeded timeout_s={timeout:g} s and was killed", "timeout", self._base)
             )
         except (EOFError, OSError, ConnectionError):
             code = self._proc.wait(timeout=30) if self._proc is not None else None
             self._kill()
-            rows.append(_after(rows, task, f"task process died: {_signal_name(code)}", "crashed"))
+            rows.append(_after(rows, task, f"task process died: {_signal_name(code)}", "crashed", self._base))
         total = time.perf_counter() - start
         for r in rows:
             r["t_total_s"] = total
         return rows
 
 
-def _after(rows: list[Row], task: dict[str, Any], message: str, status: str) -> Row:
+def _after(rows: list[Row], task: dict[str, Any], message: str, status: str, loaded: Row | None) -> Row:
     """A failure row carrying the identity columns of the rows already received."""
-    base = dict(rows[-1]) if rows else task_base(task)
+    base = dict(rows[-1]) if rows else dict(loaded or task_base(task))
     row = error_row(base, message, status=status)
     row["repetition"] = (max((r.get("repetition", -1) for r in rows), default=-1) + 1) if rows else -1
     return row
@@ -172,7 +176,11 @@ def _serve(fd: int) -> None:
                 except Exception as exc:  # recorded again, per task, when it matters
                     conn.send(("fail", f"precompile: {type(exc).__name__}: {exc}"))
             elif kind == "task":
-                execute_task(payload, emit=lambda row: conn.send(("row", row)))
+                execute_task(
+                    payload,
+                    emit=lambda row: conn.send(("row", row)),
+                    loaded=lambda base: conn.send(("loaded", base)),
+                )
                 conn.send(("done", None))
         except Exception as exc:
             conn.send(("fail", f"{type(exc).__name__}: {exc}"))

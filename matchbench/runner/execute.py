@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from distributed.diagnostics.plugin import WorkerPlugin
+
 from matchbench.results.store import RunWriter, latest_run
 from matchbench.runner.plan import Plan
 from matchbench.runner.task import error_row, task_base
@@ -21,7 +23,7 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%S-%f")[:-3]
 
 
-class PrecompileKernels:
+class PrecompileKernels(WorkerPlugin):
     """Dask worker plugin: compile the kernel families the sweep needs in each worker's
     task process before any task runs, so compilation never lands in a timed region."""
 

@@ -101,9 +101,15 @@ def _gpu_pool():
     return cupy.get_default_memory_pool()
 
 
-def execute_task(task: dict[str, Any], emit: Callable[[Row], None] | None = None) -> list[Row]:
+def execute_task(
+    task: dict[str, Any],
+    emit: Callable[[Row], None] | None = None,
+    loaded: Callable[[Row], None] | None = None,
+) -> list[Row]:
     """Run one task; return (and ``emit`` as they finish) its rows.
 
+    ``loaded`` receives the identity columns once the instance is loaded, so that a
+    task killed later (timeout, crash) is still recorded under its instance's name.
     Never raises for a failure of the task itself: loading, initialization, solving or
     verification errors become rows with a status and a message.
     """
@@ -138,6 +144,8 @@ def execute_task(task: dict[str, Any], emit: Callable[[Row], None] | None = None
     except Exception as exc:
         out(error_row(base, exc, stage="load"))
         return rows
+    if loaded is not None:
+        loaded(dict(base))
 
     problem = get_problem(task["problem"])
     if getattr(instance, "problem", task["problem"]) != task["problem"]:
