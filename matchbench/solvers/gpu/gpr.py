@@ -704,7 +704,7 @@ class GPR(BaseSolver):
         k: float = 0.7,
         threads: int = 256,
         launch: str = "graph",
-        scan: str = "thread",
+        scan: str = "warp",
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
