@@ -13,10 +13,17 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from hydra.core.config_store import ConfigStore
-from hydra.core.utils import JobReturn, JobStatus, configure_log, filter_overrides, run_job, setup_globals
+from hydra.core.utils import (
+    JobReturn,
+    JobStatus,
+    configure_log,
+    filter_overrides,
+    run_job,
+    setup_globals,
+)
 from hydra.plugins.launcher import Launcher
 from hydra.types import HydraContext, TaskFunction
 from omegaconf import DictConfig, OmegaConf, open_dict
@@ -34,9 +41,9 @@ ConfigStore.instance().store(group="hydra/launcher", name="dask", node=DaskLaunc
 
 class DaskLauncher(Launcher):
     def __init__(self) -> None:
-        self.config: Optional[DictConfig] = None
-        self.hydra_context: Optional[HydraContext] = None
-        self.task_function: Optional[TaskFunction] = None
+        self.config: DictConfig | None = None
+        self.hydra_context: HydraContext | None = None
+        self.task_function: TaskFunction | None = None
 
     def setup(self, *, hydra_context: HydraContext, task_function: TaskFunction, config: DictConfig) -> None:
         self.config = config

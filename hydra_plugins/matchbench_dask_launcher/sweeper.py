@@ -11,7 +11,6 @@ logged.
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Dict, Optional
 
 from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 from hydra.core.config_store import ConfigStore
@@ -22,8 +21,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class MatchbenchSweeperConf:
     _target_: str = "hydra_plugins.matchbench_dask_launcher.sweeper.MatchbenchSweeper"
-    max_batch_size: Optional[int] = None
-    params: Optional[Dict[str, str]] = None
+    max_batch_size: int | None = None
+    params: dict[str, str] | None = None
 
 
 ConfigStore.instance().store(group="hydra/sweeper", name="matchbench", node=MatchbenchSweeperConf, provider="matchbench")
