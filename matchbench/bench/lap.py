@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from matchbench.bench.common import make_solver
+
 GPU_SOLVERS = ("cu_class", "cu_tree")
 CPU_SOLVERS = ("scipy_lsa", "lapjv", "hungarian_tree")
 RANGES = ("n/10", "n", "10n")
@@ -79,18 +81,6 @@ PAPER_T3 = {
     ("10n", 15000): (20.78, 9.81),
     ("10n", 20000): (30.05, 12.81),
 }
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "algorithm"
-
-
-def make_solver(name: str, **overrides: Any) -> Any:
-    """Instantiate ``conf/algorithm/<name>.yaml`` (with overrides) as the runner does."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    cfg = OmegaConf.load(CONF_DIR / f"{name}.yaml")
-    for k, v in overrides.items():
-        cfg[k] = v
-    return instantiate(cfg)
 
 
 def instance(n: int, cost_range: str, seed: int):

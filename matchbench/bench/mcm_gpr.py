@@ -27,31 +27,19 @@ lines, written as they come; ``--report`` turns them into the markdown tables of
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
-import json
 import math
-import os
-import platform
 import statistics
-import subprocess
 import sys
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "algorithm"
+from matchbench.bench import common
 
 SUITES: dict[str, dict[str, list[int]]] = {
-    "seed": {
-        "kronecker": [18, 19, 20, 21],
-        "delaunay": [20, 21, 22, 23],
-        "rgg": [20, 21, 22, 23],
-        "grid": [20, 21, 22],
-    },
+    "seed": common.SEED_SUITE,
     # Small instances, to check the pipeline end to end.
     "tiny": {"kronecker": [10], "delaunay": [10], "rgg": [10], "grid": [10]},
 }
@@ -78,179 +66,7 @@ PAPER_C2050 = {
 }
 
 
-# -- instances -------------------------------------------------------------------------
-
-
-def save_graph(g: Any, path: Path) -> None:
-    np.savez(
-        path,
-        n_rows=g.n_rows,
-        n_cols=g.n_cols,
-        row_ptr=g.row_ptr,
-        row_ind=g.row_ind,
-        col_ptr=g.col_ptr,
-        col_ind=g.col_ind,
-        meta=json.dumps({"name": g.name, "family": g.family, "params": g.params}),
-    )
-
-
-def load_graph(path: str | Path) -> Any:
-    """A graph written by :func:`save_graph`."""
-    from matchbench.problems.bipartite import BipartiteGraph
-
-    with np.load(path) as z:
-        meta = json.loads(str(z["meta"]))
-        return BipartiteGraph(
-            int(z["n_rows"]),
-            int(z["n_cols"]),
-            z["row_ptr"],
-            z["row_ind"],
-            z["col_ptr"],
-            z["col_ind"],
-            name=meta["name"],
-            family=meta["family"],
-            params=meta["params"],
-        )
-
-
-def generate(job: tuple[str, int, int, str]) -> list[dict[str, Any]]:
-    """Pool worker: one instance and its RCP permutation, saved to ``graph_dir``."""
-    family, scale, seed, graph_dir = job
-    from matchbench.datasets import generators
-
-    t0 = time.perf_counter()
-    g = getattr(generators, family)(scale, seed=seed)
-    t_gen = time.perf_counter() - t0
-    rows = []
-    for h, rcp in ((g, False), (g.permuted(seed), True)):
-        path = Path(graph_dir) / f"{h.name}.npz"
-        save_graph(h, path)
-        rows.append(
-            {
-                "instance": h.name,
-                "family": family,
-                "scale": scale,
-                "rcp": rcp,
-                "path": str(path),
-                "n_rows": h.n_rows,
-                "n_cols": h.n_cols,
-                "n_edges": h.n_edges,
-                "t_generate_s": t_gen,
-            }
-        )
-    return rows
-
-
-def make_solver(name: str, **overrides: Any) -> Any:
-    """Instantiate ``conf/algorithm/<name>.yaml`` (with overrides) as the runner does."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    cfg = OmegaConf.load(CONF_DIR / f"{name}.yaml")
-    if overrides:
-        cfg = OmegaConf.merge(cfg, overrides)
-    return instantiate(cfg)
-
-
-# -- CPU references, each in a subprocess ----------------------------------------------
-
-
-def ref_job(path: str, name: str) -> dict[str, Any]:
-    """Child process: one CPU reference on one instance, after the cheap matching."""
-    from matchbench.problems.mcm import MCM
-
-    g = load_graph(path)
-    problem = MCM()
-    init = problem.initialize(g)
-    solver = make_solver(name)
-    solver.prepare(g, init)  # untimed (the numba solvers compile here)
-    t0 = time.perf_counter()
-    solver.run()
-    t_run = time.perf_counter() - t0
-    v = problem.verify(g, solver.result())
-    return {
-        "kind": "ref",
-        "instance": g.name,
-        "solver": name,
-        "status": "ok" if v.verified else "fail",
-        "t_solve_s": t_run,
-        "verified": bool(v.verified),
-        "reason": v.reason,
-        "cardinality": v.objective,
-        "counters": solver.counters(),
-    }
-
-
-def ref_warmup() -> None:
-    """Fill numba's cache once, before parallel children load it."""
-    from matchbench.problems.bipartite import BipartiteGraph
-    from matchbench.problems.mcm import MCM
-
-    g = BipartiteGraph.from_coo([0, 1, 1, 2], [0, 0, 1, 2], 3, 3, name="warmup")
-    problem = MCM()
-    for name in REFS:
-        s = make_solver(name)
-        s.prepare(g, problem.initialize(g))
-        s.run()
-        problem.verify(g, s.result())
-
-
-class RefRunner:
-    """Reference jobs in subprocesses, ``workers`` at a time, each with a time limit."""
-
-    def __init__(self, workers: int, timeout_s: float, deadline: float, sink) -> None:
-        self.pool = ThreadPoolExecutor(max_workers=workers)
-        self.timeout_s = timeout_s
-        self.deadline = deadline
-        self.sink = sink
-        self.futures: list[Any] = []
-
-    def submit(self, inst: dict[str, Any], name: str) -> None:
-        self.futures.append(self.pool.submit(self._run, inst, name))
-
-    def _run(self, inst: dict[str, Any], name: str) -> None:
-        row = {"kind": "ref", "instance": inst["instance"], "solver": name}
-        left = self.deadline - time.time()
-        if left < 5:
-            self.sink({**row, "status": "not_run", "reason": "time budget spent"})
-            return
-        limit = min(self.timeout_s, left)
-        cmd = [sys.executable, "-m", "matchbench.bench.mcm_gpr", "--ref-job", inst["path"], name]
-        t0 = time.time()
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
-        except subprocess.TimeoutExpired:
-            # The limit covers the child's start, graph load and cheap matching too, so
-            # ">T s" overstates by those seconds what the solve alone was given.
-            status = "timeout" if limit >= self.timeout_s else "not_run"
-            self.sink({**row, "status": status, "timeout_s": limit, "t_wall_s": time.time() - t0})
-            return
-        lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
-        if p.returncode != 0 or not lines:
-            self.sink({**row, "status": "error", "reason": (p.stderr or p.stdout)[-2000:]})
-            return
-        self.sink(json.loads(lines[-1]))
-
-    def wait(self) -> None:
-        for f in self.futures:
-            f.result()
-        self.pool.shutdown()
-
-
 # -- GPU -------------------------------------------------------------------------------
-
-
-def device_row() -> dict[str, Any]:
-    """GPU provenance, for the report's header."""
-    from matchbench.solvers.gpu.common import device_info
-
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(x.split(":", 1)[1].strip() for x in f if x.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"kind": "device", **device_info(), "cpu_model": cpu, "cpu_count": os.cpu_count()}
 
 
 def _apfb_available() -> bool:
@@ -258,7 +74,7 @@ def _apfb_available() -> bool:
         import matchbench.solvers.gpu.apfb  # noqa: F401
     except ImportError:
         return False
-    return (CONF_DIR / "apfb.yaml").is_file() and (CONF_DIR / "apsb.yaml").is_file()
+    return (common.CONF_DIR / "apfb.yaml").is_file() and (common.CONF_DIR / "apsb.yaml").is_file()
 
 
 def bench_config(
@@ -320,23 +136,12 @@ def bench_instance(
     from matchbench.problems.mcm import MCM
     from matchbench.solvers.gpu.gpr import GPR
 
-    g = load_graph(inst["path"])
+    g = common.load_graph(inst["path"])
     problem = MCM()
     base = {k: inst[k] for k in ("instance", "family", "scale", "rcp")}
-    t_init = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        init = problem.initialize(g)
-        t_init.append(time.perf_counter() - t0)
+    # Both phases compute the cheap matching; the Table I phase records it.
+    init = common.initialize(problem, g, base, sink if phase == "table" else None)
     if phase == "table":
-        sink(
-            {
-                "kind": "init",
-                **base,
-                "t_init_s": statistics.median(t_init),
-                "init_cardinality": init.cardinality,
-            }
-        )
         v, s, k = DEFAULT
         for scan in args.scans:
             bench_config(
@@ -357,7 +162,7 @@ def bench_instance(
                     init,
                     base,
                     {"algorithm": alg, "bfs": bfs, "threads": thr},
-                    lambda a=alg, b=bfs, t=thr: make_solver(a, bfs=b, threads=t),
+                    lambda a=alg, b=bfs, t=thr: common.make_solver(a, bfs=b, threads=t),
                     args.reps,
                     sink,
                 )
@@ -404,17 +209,8 @@ def run_suite(args: argparse.Namespace) -> int:
 
     t_start = time.time()
     deadline = t_start + args.budget_s
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
     graph_dir = Path(args.graph_dir)
-    graph_dir.mkdir(parents=True, exist_ok=True)
-    results = out / "results.jsonl"
-    lock = threading.Lock()
-
-    def sink(row: dict[str, Any]) -> None:
-        row = {**row, "t_elapsed_s": round(time.time() - t_start, 2)}
-        with lock, open(results, "a") as f:
-            f.write(json.dumps(row, default=_json_default) + "\n")
+    results, sink = common.open_results(args.out, graph_dir, t_start)
 
     def say(msg: str) -> None:
         print(f"[{time.time() - t_start:6.1f}s] {msg}", flush=True)
@@ -432,7 +228,7 @@ def run_suite(args: argparse.Namespace) -> int:
     instances: list[dict[str, Any]] = []
     ctx = mp.get_context("spawn")  # no fork: the parent may hold a CUDA context later
     with ctx.Pool(max(1, min(args.gen_workers, len(jobs)))) as pool:
-        for rows in pool.imap_unordered(generate, jobs):
+        for rows in pool.imap_unordered(functools.partial(common.generate, csr_bytes=False), jobs):
             for r in rows:
                 sink({"kind": "instance", **{k: v for k, v in r.items() if k != "path"}})
                 instances.append(r)
@@ -441,18 +237,16 @@ def run_suite(args: argparse.Namespace) -> int:
 
     refs = None
     if args.refs:
-        subprocess.run(
-            [sys.executable, "-m", "matchbench.bench.mcm_gpr", "--ref-warmup"],
-            check=True,
-            timeout=300,
+        common.warm_up_references("matchbench.bench.mcm_gpr")
+        refs = common.RefRunner(
+            args.ref_workers, args.ref_timeout, deadline, sink, "matchbench.bench.mcm_gpr"
         )
-        refs = RefRunner(args.ref_workers, args.ref_timeout, deadline, sink)
         for inst in instances:
             for name in args.refs:
                 refs.submit(inst, name)
 
     try:
-        sink(device_row())
+        sink(common.device_row())
     except Exception as exc:  # no GPU: the GPU rows will say why
         say(f"no device information: {exc}")
     table_deadline = t_start + args.budget_s * args.table_share
@@ -465,47 +259,16 @@ def run_suite(args: argparse.Namespace) -> int:
             say(f"{phase} done {inst['instance']}")
     if refs is not None:
         refs.wait()
-    rows = read_rows([results])
-    (out / "report.md").write_text(build_report(rows))
-    print(summary(rows))
+    rows = common.write_report(results, build_report, summary)
     wrong = [r for r in rows if r["kind"] == "gpu" and r.get("status") in ("wrong", "error")]
     return 1 if wrong else 0
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    return str(o)
 
 
 # -- report ----------------------------------------------------------------------------
 
 
-def read_rows(paths: list[Path]) -> list[dict[str, Any]]:
-    rows = []
-    for p in paths:
-        with open(p) as f:
-            rows += [json.loads(x) for x in f if x.strip()]
-    return rows
-
-
-def geomean(xs: list[float]) -> float:
-    xs = [x for x in xs if x is not None and x > 0 and math.isfinite(x)]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
-
-
-def _table(header: list[str], body: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in body]
-    return "\n".join(lines) + "\n"
-
-
 def _s(t: float | None) -> str:
-    if t is None or not math.isfinite(t):
-        return "-"
-    return f"{t:.3g}" if t >= 0.1 else f"{t * 1e3:.3g} ms"
+    return common.fmt_seconds(t, ms_below=0.1)
 
 
 def _ms(t: float | None) -> str:
@@ -560,14 +323,7 @@ class Results:
         return runs[-1] if runs else None
 
     def ref(self, inst: str, name: str) -> tuple[float | None, str]:
-        r = self.refs.get((inst, name))
-        if r is None:
-            return None, "not run"
-        if r["status"] == "ok":
-            return r["t_solve_s"], _s(r["t_solve_s"])
-        if r["status"] == "timeout":
-            return math.inf, f">{r['timeout_s']:.0f} s"
-        return None, r["status"]
+        return common.ref_time(self.refs, inst, name, _s)
 
     def sets(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {"all": list(self.names)}
@@ -578,7 +334,7 @@ class Results:
 
     def geo(self, insts: list[str], cfg: tuple) -> float | None:
         ts = [self.t(n, cfg) for n in insts]
-        return geomean(ts) if ts and all(t is not None for t in ts) else None
+        return common.geomean(ts) if ts and all(t is not None for t in ts) else None
 
     def best_apfb(self) -> tuple | None:
         scores = {}
@@ -686,7 +442,7 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         "CPU references: one run each, in a subprocess with a time limit (`>T s`), on a "
         "CPU shared with the other reference jobs; scipy HK starts from the empty matching "
         "(SciPy takes no initial matching). IM / MM: initial (cheap) and maximum "
-        "cardinality.\n\n" + _table(header, body)
+        "cardinality.\n\n" + common.md_table(header, body)
     )
 
     # Fig. 1 analogue.
@@ -709,7 +465,8 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         "\n### Fig. 1 analogue: geometric mean solve time (ms)\n\n"
         "Over all instances; `(i/N)`: over the i instances where the configuration ran and "
         "was certified (the others: not run for lack of time, or stopped at the per-run "
-        "limit), so such cells are not comparable with full ones.\n\n" + _table(header, body)
+        "limit), so such cells are not comparable with full ones.\n\n"
+        + common.md_table(header, body)
     )
     header = ["set", "#"] + [
         f"{GPR_LABEL[v]} {s} {k:g}"
@@ -724,7 +481,9 @@ def build_report(rows: list[dict[str, Any]]) -> str:
                 g = R.geo(insts, ("gpr", v, s_, k, fig1_scan))
                 cells.append(_ms(g) if g is not None else "-")
         body.append([name, len(insts)] + cells)
-    parts.append("\n### Per set: geometric mean solve time (ms)\n\n" + _table(header, body))
+    parts.append(
+        "\n### Per set: geometric mean solve time (ms)\n\n" + common.md_table(header, body)
+    )
 
     # Counters of the default configuration.
     header = [
@@ -755,7 +514,7 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         "\n### G-PR-Shr (adaptive, 0.7): counters of the last timed run\n\n"
         "Relabel share: device time from the start of each global relabel to the host's "
         "read of its end (the shrink iteration and waits for the host included), over the "
-        "solve time.\n\n" + _table(header, body)
+        "solve time.\n\n" + common.md_table(header, body)
     )
 
     # Targets.
@@ -784,7 +543,7 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         more = len(pr_ratios) - len(finite)
         lines.append(
             f"- G-PR vs sequential PR (k = 0.5): geometric mean of per-instance speedups "
-            f"{geomean(finite):.1f}x over {len(finite)} instances"
+            f"{common.geomean(finite):.1f}x over {len(finite)} instances"
             + (f", plus {more} where PR hit its time limit" if more else "")
             + " (target >= 20x).\n"
         )
@@ -860,20 +619,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ref-job", nargs=2, metavar=("PATH", "SOLVER"))
     p.add_argument("--ref-warmup", action="store_true")
     args = p.parse_args(argv)
-    if args.ref_job:
-        print(json.dumps(ref_job(*args.ref_job), default=_json_default))
-        return 0
-    if args.ref_warmup:
-        ref_warmup()
-        return 0
-    if args.report:
-        rows = read_rows(args.report)
-        text = build_report(rows)
-        if args.md:
-            args.md.write_text(text)
-        print(text)
-        return 0
-    return run_suite(args)
+    # The reference children run every solver (no skip check) and report its counters.
+    status = common.run_other_modes(
+        args,
+        REFS,
+        build_report,
+        honour_skip=False,
+        extra=lambda _name, solver: {"counters": solver.counters()},
+    )
+    return run_suite(args) if status is None else status
 
 
 if __name__ == "__main__":

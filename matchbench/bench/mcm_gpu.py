@@ -21,32 +21,19 @@ them into the markdown tables of ``docs/benchmarks/mcm.md``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import platform
 import queue
 import statistics
-import subprocess
-import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf" / "algorithm"
+from matchbench.bench import common
 
 #: family -> scales (log2 of the vertex count) of the seed-family suite.
 SUITES: dict[str, dict[str, list[int]]] = {
-    "seed": {
-        "kronecker": [18, 19, 20, 21],
-        "delaunay": [20, 21, 22, 23],
-        "rgg": [20, 21, 22, 23],
-        "grid": [20, 21, 22],
-    },
+    "seed": common.SEED_SUITE,
     # A few small instances, to check the pipeline end to end.
     "tiny": {"kronecker": [12], "delaunay": [12], "rgg": [12], "grid": [12]},
 }
@@ -65,8 +52,6 @@ PAPER_C2050 = {
 }
 
 REFS = ("scipy_hk", "hk", "pfp", "pr")
-#: Seconds a reference job gets beyond its solve limit (loading, cheap matching, check).
-LOAD_ALLOWANCE_S = 60.0
 VARIANTS = [
     (alg, bfs, threads)
     for alg in ("apfb", "apsb")
@@ -80,254 +65,7 @@ def variant_label(alg: str, bfs: str, threads: str) -> str:
     return f"{alg.upper().replace('APSB', 'APsB')}-{'GPUBFS-WR' if bfs == 'wr' else 'GPUBFS'}-{threads.upper()}"
 
 
-# -- instances -----------------------------------------------------------------------
-
-
-def _save_graph(g: Any, path: Path) -> None:
-    np.savez(
-        path,
-        n_rows=g.n_rows,
-        n_cols=g.n_cols,
-        row_ptr=g.row_ptr,
-        row_ind=g.row_ind,
-        col_ptr=g.col_ptr,
-        col_ind=g.col_ind,
-        meta=json.dumps({"name": g.name, "family": g.family, "params": g.params}),
-    )
-
-
-def load_graph(path: str | Path) -> Any:
-    """A graph saved by the generation workers."""
-    from matchbench.problems.bipartite import BipartiteGraph
-
-    with np.load(path) as z:
-        meta = json.loads(str(z["meta"]))
-        return BipartiteGraph(
-            int(z["n_rows"]),
-            int(z["n_cols"]),
-            z["row_ptr"],
-            z["row_ind"],
-            z["col_ptr"],
-            z["col_ind"],
-            name=meta["name"],
-            family=meta["family"],
-            params=meta["params"],
-        )
-
-
-def _generate(job: tuple[str, int, int, str]) -> list[dict[str, Any]]:
-    """Worker: generate one instance and its RCP permutation, save both."""
-    family, scale, seed, graph_dir = job
-    from matchbench.datasets import generators
-
-    t0 = time.perf_counter()
-    g = getattr(generators, family)(scale, seed=seed)
-    t_gen = time.perf_counter() - t0
-    out = []
-    for h, rcp in ((g, False), (g.permuted(seed), True)):
-        path = Path(graph_dir) / f"{h.name}.npz"
-        _save_graph(h, path)
-        out.append(
-            {
-                "instance": h.name,
-                "family": family,
-                "scale": scale,
-                "rcp": rcp,
-                "path": str(path),
-                "n_rows": h.n_rows,
-                "n_cols": h.n_cols,
-                "n_edges": h.n_edges,
-                "csr_bytes": h.nbytes,
-                "t_generate_s": t_gen,
-            }
-        )
-    return out
-
-
-# -- CPU references (each in its own subprocess) ---------------------------------------
-
-
-def make_solver(name: str, **overrides: Any) -> Any:
-    """Instantiate ``conf/algorithm/<name>.yaml`` (with overrides) as the runner does."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    cfg = OmegaConf.load(CONF_DIR / f"{name}.yaml")
-    if overrides:
-        cfg = OmegaConf.merge(cfg, overrides)
-    return instantiate(cfg)
-
-
-def ref_job(path: str, name: str, marker: str | None = None) -> dict[str, Any]:
-    """Child process: one CPU reference on one instance after the cheap matching.
-
-    Writes the wall-clock time at which the timed ``run()`` starts to ``marker``, so that a
-    parent that kills this process knows how long the solve itself had run.
-    """
-    from matchbench.problems.mcm import MCM
-
-    g = load_graph(path)
-    problem = MCM()
-    init = problem.initialize(g)
-    solver = make_solver(name)
-    skip, reason = solver.skip(g)
-    row: dict[str, Any] = {"kind": "ref", "instance": g.name, "solver": name}
-    if skip:
-        return {**row, "status": "skip", "reason": reason}
-    solver.prepare(g, init)
-    if marker:
-        Path(marker).write_text(repr(time.time()))
-    t0 = time.perf_counter()
-    solver.run()
-    t_run = time.perf_counter() - t0
-    v = problem.verify(g, solver.result())
-    return {
-        **row,
-        "status": "ok" if v.verified else "fail",
-        "t_solve_s": t_run,
-        "verified": bool(v.verified),
-        "reason": v.reason,
-        "cardinality": v.objective,
-        "from_init": name != "scipy_hk",
-    }
-
-
-def ref_warmup() -> None:
-    """Compile the numba kernels into numba's cache once, before parallel jobs load it."""
-    from matchbench.problems.bipartite import BipartiteGraph
-    from matchbench.problems.mcm import MCM
-
-    g = BipartiteGraph.from_coo([0, 1, 1, 2], [0, 0, 1, 2], 3, 3, name="warmup")
-    problem = MCM()
-    for name in REFS:
-        s = make_solver(name)
-        s.prepare(g, problem.initialize(g))
-        s.run()
-        problem.verify(g, s.result())
-
-
-def _read_marker(path: Path) -> float | None:
-    try:
-        return float(path.read_text())
-    except (OSError, ValueError):  # not written yet, or caught mid-write
-        return None
-
-
-class RefRunner:
-    """Runs the reference jobs in subprocesses, ``workers`` at a time, until a deadline."""
-
-    def __init__(self, workers: int, timeout_s: float, deadline: float, sink):
-        self.pool = ThreadPoolExecutor(max_workers=workers)
-        self.timeout_s = timeout_s
-        self.deadline = deadline
-        self.sink = sink
-        self.futures = []
-
-    def submit(self, inst: dict[str, Any], name: str) -> None:
-        self.futures.append(self.pool.submit(self._run, inst, name))
-
-    def _run(self, inst: dict[str, Any], name: str) -> None:
-        row = {"kind": "ref", "instance": inst["instance"], "solver": name}
-        left = self.deadline - time.time()
-        if left < 5:
-            self.sink({**row, "status": "not_run", "reason": "benchmark time budget spent"})
-            return
-        # The time limit is on the solve (from the moment the child starts its timed run);
-        # loading, the cheap matching and the check are not counted, but loading is
-        # bounded by LOAD_ALLOWANCE_S.
-        marker = Path(inst["path"]).with_suffix(f".{name}.started")
-        marker.unlink(missing_ok=True)
-        cmd = [
-            sys.executable,
-            "-m",
-            "matchbench.bench.mcm_gpu",
-            "--ref-job",
-            inst["path"],
-            name,
-            "--marker",
-            str(marker),
-        ]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        t_launch = time.time()
-        while True:
-            try:
-                stdout, stderr = proc.communicate(timeout=0.5)
-                break
-            except subprocess.TimeoutExpired:
-                pass
-            now = time.time()
-            started = _read_marker(marker)
-            over = started is not None and now - started > self.timeout_s
-            late = started is None and now - t_launch > LOAD_ALLOWANCE_S
-            if over or late or now > self.deadline:
-                proc.kill()
-                proc.communicate()
-                if started is None:
-                    why = "time budget spent" if now > self.deadline else "loading took too long"
-                    self.sink(
-                        {**row, "status": "not_run", "reason": f"killed before its solve: {why}"}
-                    )
-                else:
-                    self.sink(
-                        {
-                            **row,
-                            "status": "timeout",
-                            "timeout_s": now - started,
-                            "cut_by_budget": not over,
-                        }
-                    )
-                return
-        p = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
-        lines = [x for x in p.stdout.splitlines() if x.startswith("{")]
-        if p.returncode != 0 or not lines:
-            self.sink({**row, "status": "error", "reason": (p.stderr or p.stdout)[-2000:]})
-            return
-        self.sink(json.loads(lines[-1]))
-
-    def wait(self) -> None:
-        for f in self.futures:
-            f.result()
-        self.pool.shutdown()
-
-
 # -- GPU -------------------------------------------------------------------------------
-
-
-def device_row() -> dict[str, Any]:
-    """GPU provenance and the measured device-to-device copy bandwidth."""
-    import cupy as cp
-
-    from matchbench.solvers.gpu.common import device_info
-
-    nbytes = 1 << 30
-    a = cp.empty(nbytes, dtype=cp.uint8)
-    a.fill(1)
-    b = cp.empty_like(a)
-    b[...] = a  # warm-up
-    start, stop = cp.cuda.Event(), cp.cuda.Event()
-    reps = 20
-    start.record()
-    for _ in range(reps):
-        b[...] = a
-    stop.record()
-    stop.synchronize()
-    secs = cp.cuda.get_elapsed_time(start, stop) / 1e3
-    del a, b
-    cp.get_default_memory_pool().free_all_blocks()
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(x.split(":", 1)[1].strip() for x in f if x.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {
-        "kind": "device",
-        **device_info(),
-        # Bytes read plus bytes written, the convention of STREAM's copy.
-        "d2d_copy_GBps": 2 * nbytes * reps / secs / 1e9,
-        "cpu_model": cpu,
-        "cpu_count": os.cpu_count(),
-    }
 
 
 def gpu_configs(which: str, table_sync: str) -> list[tuple[str, str, str, str]]:
@@ -356,25 +94,13 @@ def bench_gpu_instance(
     from matchbench.problems.mcm import MCM
 
     pool = cp.get_default_memory_pool()
-    g = load_graph(inst["path"])
+    g = common.load_graph(inst["path"])
     problem = MCM()
-    t_init = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        init = problem.initialize(g)
-        t_init.append(time.perf_counter() - t0)
     base = {
         k: inst[k]
         for k in ("instance", "family", "scale", "rcp", "n_rows", "n_cols", "n_edges", "csr_bytes")
     }
-    sink(
-        {
-            "kind": "init",
-            **base,
-            "t_init_s": statistics.median(t_init),
-            "init_cardinality": init.cardinality,
-        }
-    )
+    init = common.initialize(problem, g, base, sink)
     for alg, bfs, threads, sync in configs:
         row = {
             "kind": "gpu",
@@ -387,7 +113,7 @@ def bench_gpu_instance(
         }
         pool.free_all_blocks()
         try:
-            solver = make_solver(alg, bfs=bfs, threads=threads, sync=sync)
+            solver = common.make_solver(alg, bfs=bfs, threads=threads, sync=sync)
             t0 = time.perf_counter()
             solver.prepare(g, init)
             t_first_prepare = time.perf_counter() - t0
@@ -421,7 +147,7 @@ def bench_gpu_instance(
             if sync == edges_sync:
                 # Instrumented run: edges scanned by the BFS (not timed for the tables).
                 pool.free_all_blocks()
-                solver = make_solver(alg, bfs=bfs, threads=threads, sync=sync)
+                solver = common.make_solver(alg, bfs=bfs, threads=threads, sync=sync)
                 solver.count_edges = True
                 solver.prepare(g, init)
                 solver.run()
@@ -449,17 +175,8 @@ def run_suite(args: argparse.Namespace) -> int:
 
     t_start = time.time()
     deadline = t_start + args.budget_s
-    out: Path = args.out
-    out.mkdir(parents=True, exist_ok=True)
     graph_dir = Path(args.graph_dir)
-    graph_dir.mkdir(parents=True, exist_ok=True)
-    results = out / "results.jsonl"
-    lock = threading.Lock()
-
-    def sink(row: dict[str, Any]) -> None:
-        row = {**row, "t_elapsed_s": round(time.time() - t_start, 2)}
-        with lock, open(results, "a") as f:
-            f.write(json.dumps(row, default=_json_default) + "\n")
+    results, sink = common.open_results(args.out, graph_dir, t_start)
 
     suite = SUITES[args.suite]
     jobs = [
@@ -477,13 +194,17 @@ def run_suite(args: argparse.Namespace) -> int:
     jobs.sort(key=lambda j: -j[1])
     if args.refs:
         # Fill numba's cache once, before parallel jobs would all compile.
-        subprocess.run(
-            [sys.executable, "-m", "matchbench.bench.mcm_gpu", "--ref-warmup"],
-            check=True,
-            timeout=300,
-        )
+        common.warm_up_references("matchbench.bench.mcm_gpu")
     refs = (
-        RefRunner(args.ref_workers, args.ref_timeout, deadline - args.report_margin_s, sink)
+        common.RefRunner(
+            args.ref_workers,
+            args.ref_timeout,
+            deadline - args.report_margin_s,
+            sink,
+            "matchbench.bench.mcm_gpu",
+            limit="solve",
+            budget_reason="benchmark time budget spent",
+        )
         if args.refs
         else None
     )
@@ -494,7 +215,7 @@ def run_suite(args: argparse.Namespace) -> int:
 
     def generate_all() -> None:
         try:
-            for rows in pool.imap_unordered(_generate, jobs):
+            for rows in pool.imap_unordered(common.generate, jobs):
                 for r in rows:
                     sink({"kind": "instance", **{k: v for k, v in r.items() if k != "path"}})
                     ready.put(r)
@@ -509,7 +230,7 @@ def run_suite(args: argparse.Namespace) -> int:
             ready.put(None)
 
     threading.Thread(target=generate_all, daemon=True).start()
-    sink(device_row())
+    sink(common.device_row(copy_bandwidth=True))
     configs = gpu_configs(args.configs, args.sync)
     # Among the instances generated so far, the GPU takes those named by --priority first
     # (in that order), then the smallest.
@@ -556,9 +277,7 @@ def run_suite(args: argparse.Namespace) -> int:
     pool.terminate()
     if refs is not None:
         refs.wait()
-    rows = read_rows([results])
-    (out / "report.md").write_text(build_report(rows))
-    print(summary(rows))
+    rows = common.write_report(results, build_report, summary)
     wrong = [
         r
         for r in rows
@@ -567,40 +286,11 @@ def run_suite(args: argparse.Namespace) -> int:
     return 1 if wrong else 0
 
 
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    return str(o)
-
-
 # -- report -----------------------------------------------------------------------------
 
 
-def read_rows(paths: list[Path]) -> list[dict[str, Any]]:
-    rows = []
-    for p in paths:
-        with open(p) as f:
-            rows += [json.loads(x) for x in f if x.strip()]
-    return rows
-
-
-def geomean(xs: list[float]) -> float:
-    xs = [x for x in xs if x is not None and x > 0 and math.isfinite(x)]
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
-
-
-def _table(header: list[str], body: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in body]
-    return "\n".join(lines) + "\n"
-
-
 def _s(t: float | None) -> str:
-    if t is None or not math.isfinite(t):
-        return "-"
-    return f"{t:.3g}" if t >= 1e-3 else f"{t * 1e3:.3g} ms"
+    return common.fmt_seconds(t, ms_below=1e-3)
 
 
 class Results:
@@ -645,16 +335,7 @@ class Results:
         return runs[-1] if runs else None
 
     def ref(self, inst: str, name: str) -> tuple[float | None, str]:
-        r = self.refs.get((inst, name))
-        if r is None:
-            return None, "not run"
-        if r["status"] == "ok":
-            return r["t_solve_s"], _s(r["t_solve_s"])
-        if r["status"] == "timeout":
-            # A lower bound: the solve had run this long when it was killed.
-            budget = " (budget)" if r.get("cut_by_budget") else ""
-            return math.inf, f">{r['timeout_s']:.0f} s{budget}"
-        return None, r["status"]
+        return common.ref_time(self.refs, inst, name, _s)
 
     def sets(self) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {"O (all)": [], "RCP (all)": []}
@@ -674,7 +355,7 @@ class Results:
         for v in VARIANTS:
             ts = [self.t(n, (*v, sync)) for n in self.names]
             if all(t is not None for t in ts) and ts:
-                scores[v] = geomean(ts)
+                scores[v] = common.geomean(ts)
         best = min(scores, key=scores.get) if scores else VARIANTS[3]
         return (*best, sync)
 
@@ -725,7 +406,7 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         )
     parts.append(
         "\n### Instances\n\n"
-        + _table(
+        + common.md_table(
             [
                 "instance",
                 "rows = cols",
@@ -746,11 +427,11 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         for v in VARIANTS:
             ts = [R.t(n, (*v, sync)) for n in insts]
             ok = all(t is not None for t in ts) and ts
-            cells.append(_s(geomean(ts)) if ok else "-")
+            cells.append(_s(common.geomean(ts)) if ok else "-")
         body.append([name, len(insts)] + cells)
     parts.append(
         f"\n### Table 1 analogue: geometric mean solve time (s), sync={sync}\n\n"
-        + _table(header, body)
+        + common.md_table(header, body)
     )
 
     best = R.best_variant()
@@ -766,13 +447,14 @@ def build_report(rows: list[dict[str, Any]]) -> str:
             cells.append("-" if t is None else f"{_s(t)} ({r['host_syncs']} syncs)")
         body.append([n] + cells)
     gm = ["geomean"] + [
-        _s(geomean([R.t(n, c) for n in R.names]))
+        _s(common.geomean([R.t(n, c) for n in R.names]))
         if all(R.t(n, c) is not None for n in R.names)
         else "-"
         for c in cfgs
     ]
     parts.append(
-        "\n### Sync modes: solve time (s) and host round trips\n\n" + _table(header, body + [gm])
+        "\n### Sync modes: solve time (s) and host round trips\n\n"
+        + common.md_table(header, body + [gm])
     )
 
     # Table 2: best variant vs CPU references.
@@ -817,7 +499,7 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         "\n### Table 2 analogue: best GPU variant vs CPU references (s)\n\n"
         "CPU references after the same cheap matching (scipy_hk starts from the empty "
         "matching: SciPy takes no initial matching); `>T s` = killed at the time limit.\n\n"
-        + _table(header, body)
+        + common.md_table(header, body)
     )
 
     # Memory and throughput of the best variant.
@@ -864,11 +546,11 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         body.append(cells)
     parts.append(
         f"\n### Memory and throughput, {variant_label(*best[:3])} ({best[3]})\n\n"
-        + _table(header, body)
+        + common.md_table(header, body)
     )
 
     # Targets.
-    gms = geomean([s for s in speedups if math.isfinite(s)])
+    gms = common.geomean([s for s in speedups if math.isfinite(s)])
     n_inf = sum(1 for s in speedups if math.isinf(s))
     paper_rows = []
     for n in R.names:
@@ -941,19 +623,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ref-warmup", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--marker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.ref_job:
-        print(json.dumps(ref_job(*args.ref_job, marker=args.marker), default=_json_default))
-        return 0
-    if args.ref_warmup:
-        ref_warmup()
-        return 0
-    if args.report:
-        rows = read_rows(args.report)
-        text = build_report(rows)
-        if args.md:
-            args.md.write_text(text)
-        print(text)
-        return 0
+    # SciPy's Hopcroft-Karp takes no initial matching; the other references start from it.
+    status = common.run_other_modes(
+        args, REFS, build_report, extra=lambda name, _solver: {"from_init": name != "scipy_hk"}
+    )
+    if status is not None:
+        return status
     if args.out is None:
         ap.error("--out is required")
     return run_suite(args)
