@@ -110,10 +110,19 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
             cluster.close()
 
 
+def _workers(client) -> dict:
+    # Recent distributed lists only the first few workers unless asked for all.
+    info = client.scheduler_info(n_workers=-1) if _takes_n_workers(client) else client.scheduler_info()
+    return info["workers"]
+
+
+def worker_count(client) -> int:
+    return len(_workers(client))
+
+
 def gpu_workers(client) -> int:
     """Workers offering the ``GPU`` resource (GPU tasks ask for ``{"GPU": 1}``)."""
-    info = client.scheduler_info(n_workers=-1) if _takes_n_workers(client) else client.scheduler_info()
-    return sum(1 for w in info["workers"].values() if w.get("resources", {}).get("GPU", 0) >= 1)
+    return sum(1 for w in _workers(client).values() if w.get("resources", {}).get("GPU", 0) >= 1)
 
 
 def _takes_n_workers(client) -> bool:

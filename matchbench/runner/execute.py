@@ -100,7 +100,7 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     """
     from distributed import as_completed
 
-    from matchbench.runner.cluster import gpu_workers, make_client
+    from matchbench.runner.cluster import gpu_workers, make_client, worker_count
     from matchbench.runner.provenance import client_provenance
 
     stream = stream or sys.stderr
@@ -152,6 +152,8 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
             stream.write(f"Dask dashboard: {client.dashboard_link}\n")
             stream.flush()
             n_gpu = gpu_workers(client)
+            n_workers = worker_count(client)
+            stream.write(f"cluster: {n_workers} worker(s), {n_gpu} offering GPU=1\n")
             families = sorted({f for t in tasks.values() for f in t.get("kernel_families", [])})
             if families and n_gpu:
                 client.register_plugin(PrecompileKernels(families))
