@@ -372,7 +372,11 @@ def build_report(rows: list[dict[str, Any]]) -> str:
     default = ("gpr", *DEFAULT, "thread")
     default_warp = ("gpr", *DEFAULT, "warp")
     have_warp = any(k[1] == default_warp for k in R.runs)
-    fig1_scan = next((k[1][4] for k in R.runs if k[1][0] == "gpr" and k[1] != default), "thread")
+    # The Fig. 1 sweep's scan: that of a run whose (variant, strategy, k) is not the
+    # default's (the Table I phase runs the default under every scan).
+    fig1_scan = next(
+        (k[1][4] for k in R.runs if k[1][0] == "gpr" and k[1][1:4] != default[1:4]), "thread"
+    )
     parts = [
         f"GPU: {d.get('gpu_model', '?')} (CUDA runtime {d.get('cuda_runtime_version', '?')}, "
         f"driver {d.get('cuda_driver_version', '?')}, CuPy {d.get('cupy_version', '?')}). "
