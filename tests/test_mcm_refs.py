@@ -179,16 +179,3 @@ def test_igraph_skip_without_igraph(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_igraph)
     skip, reason = make("igraph_pr").skip(None)
     assert skip and "python-igraph not installed" in reason
-
-
-def test_bench_row():
-    from matchbench.bench.mcm_refs import bench_instance, markdown_table
-
-    g = BipartiteGraph.from_scipy(sp.random(80, 70, density=0.04, random_state=5, format="csr"))
-    row = bench_instance(g, NAMES, reps=1)
-    assert row["max card"] == nx_maximum(g).cardinality
-    assert row["init card"] == cheap_matching(g).cardinality
-    for name in NAMES:
-        assert float(row[f"t {name}"]) >= 0, name
-    table = markdown_table([row])
-    assert table.count("\n") == 3 and "| t hk |" in table
