@@ -27,7 +27,9 @@
 #define APFB_ERR 6
 #define APFB_EDGES 7
 
-__device__ __forceinline__ int apfb_slot(long long level) { return (int)(level % 3); }
+// Ring slot of a level; non-negative also for the level L0 - 1 - L0 = -1 of the empty
+// warm-up launches.
+__device__ __forceinline__ int apfb_slot(long long level) { return (int)(((level % 3) + 3) % 3); }
 
 // Deveci et al. 2013, Alg. 1 line 4 (INITBFSARRAY) and Sec. 3 before Alg. 4 (root array):
 // bfs_array[c] = L0 for unmatched columns (the BFS roots), L0 - 1 (unvisited) otherwise;
@@ -170,6 +172,235 @@ extern "C" __global__ void apfb_bfs_wr_negrow(const mb_index* __restrict__ col_p
                             offset, early_stop);
 }
 
+// ---------------------------------------------------------------------------------------
+// Frontier queues (frontier = "queue"; beyond the paper). The paper's GPUBFS reads
+// bfs_array over all columns at every level to find the frontier, which costs O(n_cols)
+// per level: on graphs whose BFS runs thousands of levels (RCP meshes, road networks)
+// that scan is most of the run. Here level L reads the columns that level L - 1 inserted
+// from a queue and appends the columns it inserts to the other one:
+//   queue[0 .. nc) and queue[nc .. 2nc)  ping-pong buffers, level L reads half L & 1
+//   flags[L % 3]                         number of columns level L inserted (> 0 is the
+//                                        paper's vertex_inserted, as in the scan kernels)
+// An insertion claims the column with atomicCAS(bfs_array[c], L0 - 1, L + 1), so each
+// column enters a queue once per phase; its root[] and predecessor[] are written by the
+// claiming thread alone (the paper's plain stores let several threads write them; any of
+// those values is valid, so this is one of the paper's outcomes).
+// Work per frontier column goes to one thread (degree < APFB_WARP_MIN), one warp, or the
+// whole block (degree >= APFB_BLOCK_MIN), so that hub columns of power-law graphs are not
+// walked by a single thread.
+#define APFB_WARP_MIN 32
+#define APFB_BLOCK_MIN 1024
+#define APFB_MAX_BLOCK 1024
+
+__device__ __forceinline__ mb_index apfb_cas(mb_index* p, mb_index expected, mb_index value) {
+#ifdef MB_INDEX64
+  return (mb_index)atomicCAS((unsigned long long*)p, (unsigned long long)expected,
+                             (unsigned long long)value);
+#else
+  return atomicCAS(p, expected, value);
+#endif
+}
+
+// Deveci et al. 2013, Alg. 1 line 4 (INITBFSARRAY) with the roots appended to queue half
+// L0 & 1 and counted in flags[(L0 - 1) % 3] ("inserted by level L0 - 1"), which the
+// previous phase's apfb_fix_matching_q (or prepare) left at 0.
+template <bool WITH_ROOT>
+__device__ __forceinline__ void apfb_init_queue_impl(const mb_index* __restrict__ cmatch,
+                                                     mb_index* __restrict__ bfs_array,
+                                                     mb_index* __restrict__ root,
+                                                     long long* flags,
+                                                     mb_index* __restrict__ queue,
+                                                     mb_index nc, long long base_init) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    flags[apfb_slot(APFB_L0)] = 0;
+    flags[APFB_FOUND] = 0;
+    flags[APFB_BASE] = base_init;
+  }
+  mb_index* out = queue + (long long)(APFB_L0 & 1) * nc;
+  MB_GRID_STRIDE(c, nc) {
+    bool unmatched = cmatch[c] == -1;
+    bfs_array[c] = unmatched ? APFB_L0 : APFB_L0 - 1;
+    if (WITH_ROOT) root[c] = unmatched ? (mb_index)c : 0;
+    if (unmatched) {
+      long long at = atomicAdd((unsigned long long*)&flags[apfb_slot(APFB_L0 - 1)], 1ULL);
+      out[at] = (mb_index)c;
+    }
+  }
+}
+
+extern "C" __global__ void apfb_init_queue(const mb_index* __restrict__ cmatch,
+                                           mb_index* __restrict__ bfs_array,
+                                           mb_index* __restrict__ root, long long* flags,
+                                           mb_index* __restrict__ queue, mb_index nc,
+                                           long long base_init) {
+  apfb_init_queue_impl<false>(cmatch, bfs_array, root, flags, queue, nc, base_init);
+}
+
+extern "C" __global__ void apfb_init_queue_wr(const mb_index* __restrict__ cmatch,
+                                              mb_index* __restrict__ bfs_array,
+                                              mb_index* __restrict__ root, long long* flags,
+                                              mb_index* __restrict__ queue, mb_index nc,
+                                              long long base_init) {
+  apfb_init_queue_impl<true>(cmatch, bfs_array, root, flags, queue, nc, base_init);
+}
+
+// The body of Alg. 2 lines 6-17 / Alg. 4 lines 8-21 for one adjacency entry j of the
+// frontier column c (root my_root). Returns through *inserted / *found as the paper's flags.
+template <bool WR, bool NEG_ROW>
+__device__ __forceinline__ void apfb_visit_edge(mb_index c, mb_index my_root, mb_index j,
+                                                const mb_index* __restrict__ col_ind,
+                                                mb_index* bfs_array, mb_index* rmatch,
+                                                mb_index* predecessor, mb_index* root,
+                                                long long* flags, mb_index* next,
+                                                long long level, bool* found) {
+  const mb_index row = col_ind[j];
+  const mb_index col_match = rmatch[row];
+  if (col_match > -1) {
+    // Alg. 2 line 9 / 4 line 12, as a claim: the winner inserts col_match (lines 10-15).
+    if (bfs_array[col_match] == APFB_L0 - 1 &&
+        apfb_cas(&bfs_array[col_match], APFB_L0 - 1, (mb_index)(level + 1)) == APFB_L0 - 1) {
+      if (WR) root[col_match] = my_root;                         // Alg. 4 line 15
+      predecessor[row] = c;
+      long long at = atomicAdd((unsigned long long*)&flags[apfb_slot(level)], 1ULL);
+      next[at] = col_match;
+    }
+  } else if (col_match == -1) {                                  // Alg. 2 line 14 / 4 line 18
+    if (WR) bfs_array[my_root] = NEG_ROW ? -row : APFB_L0 - 2;   // Alg. 4 line 19
+    rmatch[row] = -2;
+    predecessor[row] = c;
+    *found = true;
+  }
+}
+
+// One BFS level over the frontier queue: Alg. 2 (GPUBFS) / Alg. 4 (GPUBFS-WR) with the
+// frontier read from queue half level & 1 instead of found by scanning bfs_array (Alg. 2
+// line 4). Launched with blockDim.x a multiple of 32 and at most APFB_MAX_BLOCK. The early
+// exits are uniform over the grid (they read flags no thread of this level writes), and
+// the loop over the queue is uniform per block, so the barriers below are safe.
+template <bool WR, bool NEG_ROW>
+__device__ __forceinline__ void apfb_bfs_queue_impl(const mb_index* __restrict__ col_ptr,
+                                                    const mb_index* __restrict__ col_ind,
+                                                    mb_index* bfs_array, mb_index* rmatch,
+                                                    mb_index* predecessor, mb_index* root,
+                                                    long long* flags,
+                                                    mb_index* __restrict__ queue, mb_index nc,
+                                                    long long offset, int early_stop) {
+  __shared__ mb_index s_col[APFB_MAX_BLOCK];
+  __shared__ mb_index s_root[APFB_MAX_BLOCK];
+  __shared__ int s_big;
+  const long long level = flags[APFB_BASE] + offset;
+  const bool lead = blockIdx.x == 0 && threadIdx.x == 0;
+  if (lead) flags[apfb_slot(level + 1)] = 0;
+  const long long count = flags[apfb_slot(level - 1)];           // inserted by level - 1
+  if (count == 0) return;                                        // Alg. 1 line 6
+  if (early_stop && flags[APFB_FOUND] != 0 && flags[APFB_FOUND] < level) return;  // l. 9-10
+  if (lead) flags[APFB_LEVELS] += 1;
+  const mb_index* cur = queue + (level & 1) * (long long)nc;
+  mb_index* next = queue + ((level + 1) & 1) * (long long)nc;
+  const int lane = threadIdx.x & 31;
+  bool found = false;
+#ifdef APFB_COUNT_EDGES
+  unsigned long long scanned = 0;
+#endif
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long base = (long long)blockIdx.x * blockDim.x; base < count; base += stride) {
+    const long long i = base + threadIdx.x;
+    mb_index c = -1, my_root = 0, start = 0, deg = 0;
+    if (i < count) {
+      c = cur[i];
+      bool live = true;
+      if (WR) {
+        my_root = root[c];                                       // Alg. 4 line 5
+        live = bfs_array[my_root] >= APFB_L0 - 1;                // Alg. 4 lines 6-7
+      }
+      if (live) {
+        start = col_ptr[c];
+        deg = col_ptr[c + 1] - start;
+      }
+    }
+#ifdef APFB_COUNT_EDGES
+    scanned += (unsigned long long)deg;
+#endif
+    // Block tier: the block walks each of its columns of degree >= APFB_BLOCK_MIN.
+    if (threadIdx.x == 0) s_big = 0;
+    __syncthreads();
+    if (deg >= APFB_BLOCK_MIN) {
+      const int at = atomicAdd(&s_big, 1);
+      s_col[at] = c;
+      s_root[at] = my_root;
+      deg = 0;
+    }
+    __syncthreads();
+    for (int b = 0; b < s_big; ++b) {
+      const mb_index bc = s_col[b];
+      const mb_index end = col_ptr[bc + 1];
+      for (mb_index j = col_ptr[bc] + threadIdx.x; j < end; j += blockDim.x)
+        apfb_visit_edge<WR, NEG_ROW>(bc, s_root[b], j, col_ind, bfs_array, rmatch,
+                                     predecessor, root, flags, next, level, &found);
+    }
+    // Warp tier: the warp walks each of its columns of degree in [WARP_MIN, BLOCK_MIN).
+    unsigned big = __ballot_sync(0xffffffffu, deg >= APFB_WARP_MIN);
+    while (big) {
+      const int src = __ffs(big) - 1;
+      big &= big - 1;
+      const mb_index wc = __shfl_sync(0xffffffffu, c, src);
+      const mb_index wroot = __shfl_sync(0xffffffffu, my_root, src);
+      const mb_index wstart = __shfl_sync(0xffffffffu, start, src);
+      const mb_index wdeg = __shfl_sync(0xffffffffu, deg, src);
+      for (mb_index j = wstart + lane; j < wstart + wdeg; j += 32)
+        apfb_visit_edge<WR, NEG_ROW>(wc, wroot, j, col_ind, bfs_array, rmatch, predecessor,
+                                     root, flags, next, level, &found);
+    }
+    // Thread tier.
+    if (deg < APFB_WARP_MIN)
+      for (mb_index j = start; j < start + deg; ++j)
+        apfb_visit_edge<WR, NEG_ROW>(c, my_root, j, col_ind, bfs_array, rmatch, predecessor,
+                                     root, flags, next, level, &found);
+    __syncthreads();  // s_col / s_big are reused by the next round
+  }
+  if (found) flags[APFB_FOUND] = level;                          // augmenting_path_found
+#ifdef APFB_COUNT_EDGES
+  __shared__ unsigned long long block_scanned;
+  if (threadIdx.x == 0) block_scanned = 0;
+  __syncthreads();
+  if (scanned) atomicAdd(&block_scanned, scanned);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_scanned)
+    atomicAdd((unsigned long long*)&flags[APFB_EDGES], block_scanned);
+#endif
+}
+
+extern "C" __global__ void apfb_bfs_queue(const mb_index* __restrict__ col_ptr,
+                                          const mb_index* __restrict__ col_ind,
+                                          mb_index* bfs_array, mb_index* rmatch,
+                                          mb_index* predecessor, mb_index* root,
+                                          long long* flags, mb_index* __restrict__ queue,
+                                          mb_index nc, long long offset, int early_stop) {
+  apfb_bfs_queue_impl<false, false>(col_ptr, col_ind, bfs_array, rmatch, predecessor, root,
+                                    flags, queue, nc, offset, early_stop);
+}
+
+extern "C" __global__ void apfb_bfs_queue_wr(const mb_index* __restrict__ col_ptr,
+                                             const mb_index* __restrict__ col_ind,
+                                             mb_index* bfs_array, mb_index* rmatch,
+                                             mb_index* predecessor, mb_index* root,
+                                             long long* flags, mb_index* __restrict__ queue,
+                                             mb_index nc, long long offset, int early_stop) {
+  apfb_bfs_queue_impl<true, false>(col_ptr, col_ind, bfs_array, rmatch, predecessor, root,
+                                   flags, queue, nc, offset, early_stop);
+}
+
+extern "C" __global__ void apfb_bfs_queue_wr_negrow(const mb_index* __restrict__ col_ptr,
+                                                    const mb_index* __restrict__ col_ind,
+                                                    mb_index* bfs_array, mb_index* rmatch,
+                                                    mb_index* predecessor, mb_index* root,
+                                                    long long* flags,
+                                                    mb_index* __restrict__ queue, mb_index nc,
+                                                    long long offset, int early_stop) {
+  apfb_bfs_queue_impl<true, true>(col_ptr, col_ind, bfs_array, rmatch, predecessor, root,
+                                  flags, queue, nc, offset, early_stop);
+}
+
 // Moves the base level on by k after a captured batch of k levels (CUDA-graph mode).
 extern "C" __global__ void apfb_advance(long long* flags, long long k) {
   if (blockIdx.x == 0 && threadIdx.x == 0) flags[APFB_BASE] += k;
@@ -234,6 +465,19 @@ extern "C" __global__ void apfb_alternate_roots(mb_index* cmatch, mb_index* rmat
 // formula would index cmatch[-2] for them.
 extern "C" __global__ void apfb_fix_matching(const mb_index* __restrict__ cmatch,
                                              mb_index* __restrict__ rmatch, mb_index nr) {
+  MB_GRID_STRIDE(r, nr) {
+    const mb_index c = rmatch[r];
+    if (c == -2 || (c >= 0 && cmatch[c] != r)) rmatch[r] = -1;
+  }
+}
+
+// FIXMATCHING of the queue mode: as apfb_fix_matching, and zeroes the root counter
+// flags[(L0 - 1) % 3] for the next phase's apfb_init_queue (no kernel of this phase reads
+// it any more: the BFS is over).
+extern "C" __global__ void apfb_fix_matching_q(const mb_index* __restrict__ cmatch,
+                                               mb_index* __restrict__ rmatch, long long* flags,
+                                               mb_index nr) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) flags[apfb_slot(APFB_L0 - 1)] = 0;
   MB_GRID_STRIDE(r, nr) {
     const mb_index c = rmatch[r];
     if (c == -2 || (c >= 0 && cmatch[c] != r)) rmatch[r] = -1;

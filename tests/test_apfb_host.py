@@ -6,8 +6,11 @@ that yield after each access to shared arrays, and a seeded scheduler interleave
 random, so races such as two ALTERNATE walks that read a column before either writes it
 do occur. The emulation mirrors the CUDA source statement by statement; it checks the
 algorithm's logic (the paper's Alg. 1-4, FIXMATCHING, the -(row) refinement and the
-device-side flag ring of the batched modes) under arbitrary interleavings, and every
-answer goes through the König certificate. The CUDA itself is tested on a GPU in
+device-side flag ring of the batched modes, the frontier queues) under arbitrary
+interleavings, and every answer goes through the König certificate. In the queue mode a
+column's adjacency is split among several emulated threads from degree ``QUEUE_SPLIT_MIN``
+on (the CUDA kernels split from 32 and 1024 on; the small graphs here need a small
+threshold for the split to occur). The CUDA itself is tested on a GPU in
 ``tests/gpu/test_apfb_gpu.py``.
 """
 
@@ -31,12 +34,14 @@ from matchbench.solvers.gpu.apfb import L0, power_of_two_parts, solve_loop
 
 ROOT = Path(__file__).resolve().parents[1]
 FOUND, BASE, LEVELS, ERR = 3, 4, 5, 6
+QUEUE_SPLIT_MIN = 3
+QUEUE_LANES = 2
 
 
 class EmulatedLaunches:
     """The launches of ``_CupyLaunches``, run by interleaved Python threads."""
 
-    def __init__(self, graph, init, *, bfs, early_stop, sync, n_threads, seed):
+    def __init__(self, graph, init, *, bfs, early_stop, sync, n_threads, seed, frontier="scan"):
         self.nr, self.nc = graph.n_rows, graph.n_cols
         self.col_ptr = graph.col_ptr.tolist()
         self.col_ind = graph.col_ind.tolist()
@@ -52,6 +57,8 @@ class EmulatedLaunches:
         self.graph_mode = sync == "graph"
         self.n_threads = n_threads  # None: one thread per vertex (MT)
         self.rng = np.random.default_rng(seed)
+        self.queue_mode = frontier == "queue"
+        self.queue = [[-1] * self.nc, [-1] * self.nc]
 
     # -- scheduling -------------------------------------------------------------
 
@@ -64,6 +71,18 @@ class EmulatedLaunches:
                 next(threads[i])
             except StopIteration:
                 threads.pop(i)
+
+    def _run_pool(self, pool):
+        """Interleave generators; one that yields a list spawns those generators."""
+        while pool:
+            i = int(self.rng.integers(len(pool)))
+            try:
+                spawned = next(pool[i])
+            except StopIteration:
+                pool.pop(i)
+                continue
+            if spawned:
+                pool.extend(spawned)
 
     # -- kernels (mirror kernels/apfb.cu) ---------------------------------------
 
@@ -131,6 +150,101 @@ class EmulatedLaunches:
         if found:
             f[FOUND] = level
 
+    # queue mode (apfb_init_queue*, apfb_bfs_queue*, apfb_fix_matching_q)
+
+    def _init_queue_body(self, tid, t, n, base_init):
+        if tid == 0:
+            self.flags[L0 % 3] = 0
+            self.flags[FOUND] = 0
+            self.flags[BASE] = base_init
+        for c in range(tid, n, t):
+            unmatched = self.cmatch[c] == -1
+            yield
+            self.bfs_array[c] = L0 if unmatched else L0 - 1
+            if self.wr:
+                self.root[c] = c if unmatched else 0
+            if unmatched:
+                at = self.flags[(L0 - 1) % 3]  # atomicAdd: read and increment at once
+                self.flags[(L0 - 1) % 3] += 1
+                yield
+                self.queue[L0 & 1][at] = c
+            yield
+
+    def _visit_edge(self, c, my_root, j, level, nxt, state):
+        row = self.col_ind[j]
+        col_match = self.rmatch[row]
+        yield
+        if col_match > -1:
+            if self.bfs_array[col_match] == L0 - 1:
+                yield
+                # atomicCAS: the check and the claim are one step
+                if self.bfs_array[col_match] == L0 - 1:
+                    self.bfs_array[col_match] = level + 1
+                    yield
+                    if self.wr:
+                        self.root[col_match] = my_root
+                        yield
+                    self.pred[row] = c
+                    yield
+                    at = self.flags[level % 3]
+                    self.flags[level % 3] += 1
+                    yield
+                    nxt[at] = col_match
+                    yield
+        elif col_match == -1:
+            if self.wr:
+                self.bfs_array[my_root] = -row if self.negrow else L0 - 2
+                yield
+            self.rmatch[row] = -2
+            yield
+            self.pred[row] = c
+            yield
+            state["found"] = True
+
+    def _edges(self, c, my_root, js, level, nxt, state):
+        for j in js:
+            yield from self._visit_edge(c, my_root, j, level, nxt, state)
+
+    def _queue_entry(self, i, cur, level, nxt, state):
+        c = cur[i]
+        yield
+        my_root = 0
+        if self.wr:
+            my_root = self.root[c]
+            yield
+            if self.bfs_array[my_root] < L0 - 1:
+                return
+        start, end = self.col_ptr[c], self.col_ptr[c + 1]
+        if end - start < QUEUE_SPLIT_MIN:
+            yield from self._edges(c, my_root, range(start, end), level, nxt, state)
+            return
+        # warp / block tier: the adjacency is shared among lanes
+        yield [
+            self._edges(c, my_root, range(start + k, end, QUEUE_LANES), level, nxt, state)
+            for k in range(QUEUE_LANES)
+        ]
+
+    def _bfs_queue_level(self, offset):
+        f = self.flags
+        level = f[BASE] + offset
+        f[(level + 1) % 3] = 0
+        count = f[(level - 1) % 3]
+        if count == 0:
+            return
+        if self.early_stop and f[FOUND] != 0 and f[FOUND] < level:
+            return
+        f[LEVELS] += 1
+        cur, nxt = self.queue[level & 1], self.queue[(level + 1) & 1]
+        state = {"found": False}
+        self._run_pool([self._queue_entry(i, cur, level, nxt, state) for i in range(count)])
+        if state["found"]:
+            f[FOUND] = level
+
+    def _fix_queue_body(self, tid, t, n):
+        if tid == 0:
+            self.flags[(L0 - 1) % 3] = 0
+        yield from self._fix_body(tid, t, n)
+
     def _walk(self, row):
         steps = 0
         while row != -1:
@@ -175,20 +289,26 @@ class EmulatedLaunches:
 
     def init(self):
         base = L0 if self.graph_mode else 0
-        self._launch(lambda tid, t, n: self._init_body(tid, t, n, base), self.nc)
+        body = self._init_queue_body if self.queue_mode else self._init_body
+        self._launch(lambda tid, t, n: body(tid, t, n, base), self.nc)
         return 1
+
+    def _level(self, offset):
+        if self.queue_mode:
+            self._bfs_queue_level(offset)
+        else:
+            self._launch(lambda tid, t, n: self._bfs_body(tid, t, n, offset), self.nc)
 
     def bfs(self, level, size):
         if self.graph_mode:
             parts = power_of_two_parts(size)
             for part in parts:  # each captured graph: part levels, then the advance
                 for i in range(part):
-                    self._launch(lambda tid, t, n, i=i: self._bfs_body(tid, t, n, i), self.nc)
+                    self._level(i)
                 self.flags[BASE] += part
             return size + len(parts), len(parts)
         for i in range(size):
-            off = level + i
-            self._launch(lambda tid, t, n, off=off: self._bfs_body(tid, t, n, off), self.nc)
+            self._level(level + i)
         return size, 0
 
     def read_flags(self):
@@ -199,7 +319,7 @@ class EmulatedLaunches:
             self._launch(self._alternate_roots_body, self.nc)
         else:
             self._launch(self._alternate_body, self.nr)
-        self._launch(self._fix_body, self.nr)
+        self._launch(self._fix_queue_body if self.queue_mode else self._fix_body, self.nr)
         return 2
 
     def matching(self):
@@ -232,7 +352,7 @@ def small_graphs(draw):
     return BipartiteGraph.from_coo(a.row, a.col, nr, nc, name=f"er_{nr}x{nc}_{seed}")
 
 
-def _emulate(cls, bfs, threads, sync, graph, init, seed, batch=4):
+def _emulate(cls, bfs, threads, sync, graph, init, seed, batch=4, frontier="scan"):
     em = EmulatedLaunches(
         graph,
         init,
@@ -241,6 +361,7 @@ def _emulate(cls, bfs, threads, sync, graph, init, seed, batch=4):
         sync=sync,
         n_threads=3 if threads == "ct" else None,
         seed=seed,
+        frontier=frontier,
     )
     counters = solve_loop(
         em, n_cols=graph.n_cols, early_stop=cls.early_stop, sync=sync, batch=batch, name=cls.name
@@ -248,18 +369,19 @@ def _emulate(cls, bfs, threads, sync, graph, init, seed, batch=4):
     return em.matching(), counters
 
 
+@pytest.mark.parametrize("frontier", apfb.FRONTIERS)
 @pytest.mark.parametrize("sync", apfb.SYNC_MODES)
 @pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=small_graphs(), schedule=st.integers(0, 2**31 - 1), empty=st.booleans())
-def test_emulated_kernels_reach_maximum(variant, sync, graph, schedule, empty):
+def test_emulated_kernels_reach_maximum(variant, sync, frontier, graph, schedule, empty):
     cls, bfs, threads = variant
     init = (
         Matching(np.full(graph.n_rows, -1, np.int64), np.full(graph.n_cols, -1, np.int64))
         if empty
         else cheap_matching(graph)
     )
-    m, counters = _emulate(cls, bfs, threads, sync, graph, init, schedule)
+    m, counters = _emulate(cls, bfs, threads, sync, graph, init, schedule, frontier=frontier)
     v = MCM().verify(graph, m)
     assert v.verified, v.reason
     # Each augmenting phase matches at least one more column.
@@ -277,14 +399,15 @@ def _fig1_graph():
     return g, init
 
 
+@pytest.mark.parametrize("frontier", apfb.FRONTIERS)
 @pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
-def test_fig1_two_paths_to_one_column_under_many_schedules(variant):
+def test_fig1_two_paths_to_one_column_under_many_schedules(variant, frontier):
     # Both paths end at rows adjacent to c2; whichever walk loses must not corrupt the
     # matching (ALTERNATE line 8 and FIXMATCHING).
     cls, bfs, threads = variant
     g, init = _fig1_graph()
     for seed in range(60):
-        m, _ = _emulate(cls, bfs, threads, "level", g, init, seed)
+        m, _ = _emulate(cls, bfs, threads, "level", g, init, seed, frontier=frontier)
         v = MCM().verify(g, m)
         assert v.verified, (seed, v.reason)
         assert v.objective == 2
@@ -362,6 +485,9 @@ def test_chunk_schedule_doubles_up_to_cap():
         {"mt_threads": 0},
         {"batch": 0},
         {"ct_blocks": 1.5},
+        {"frontier": "stack"},
+        {"frontier": "queue", "ct_threads": 100},
+        {"frontier": "queue", "mt_threads": 48},
     ],
 )
 def test_bad_parameters_are_refused(kwargs):

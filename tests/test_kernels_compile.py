@@ -47,6 +47,16 @@ def test_family_compiles(family, arch):
 def test_apfb_compiles_with_int64_indices(arch):
     ptx = kernels.compile_ptx("apfb", arch, ("-DMB_INDEX64",))
     assert ".entry apfb_bfs_wr_negrow" in ptx
+    assert ".entry apfb_bfs_queue_wr_negrow" in ptx
+
+
+@pytest.mark.parametrize(
+    "options", [("-DAPFB_COUNT_EDGES",), ("-DAPFB_COUNT_EDGES", "-DMB_INDEX64")]
+)
+def test_apfb_instrumented_build_compiles(options):
+    """The edge-counting build the benchmark's throughput table uses."""
+    ptx = kernels.compile_ptx("apfb", ARCHS[0], options)
+    assert ".entry apfb_bfs_queue" in ptx and ".entry apfb_bfs_wr" in ptx
 
 
 @pytest.fixture

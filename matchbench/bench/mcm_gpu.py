@@ -9,7 +9,9 @@ The seed-family suite (Kronecker logn 18-21, Delaunay n20-23, random geometric n
 grids 2^20-2^22, each original and RCP-permuted) is generated in parallel by a process
 pool. Each instance starts from the shared cheap matching (timed apart). On the GPU:
 the eight variants {APFB, APsB} x {GPUBFS, GPUBFS-WR} x {CT, MT} (the paper's Table 1)
-under one sync mode, plus the other sync modes for the WR-CT variants; one warm-up and
+under one sync mode, for each frontier mode in ``--frontiers`` (``scan``: the paper's
+kernels; ``queue``: frontier queues), plus the other sync modes for the scan WR-CT
+variants; one warm-up and
 ``--reps`` timed runs each (CUDA events), every answer checked by the König
 certificate, one extra instrumented run per variant for the edges scanned. Meanwhile the
 CPU references (scipy HK, numba HK, PFP, PR) run one at a time per worker in
@@ -26,6 +28,7 @@ import queue
 import statistics
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +71,23 @@ def variant_label(alg: str, bfs: str, threads: str) -> str:
 # -- GPU -------------------------------------------------------------------------------
 
 
-def gpu_configs(which: str, table_sync: str) -> list[tuple[str, str, str, str]]:
-    """(algorithm, bfs, threads, sync) to run: the eight variants, then the sync study."""
-    out = [(a, b, t, table_sync) for a, b, t in VARIANTS] if which in ("all", "table1") else []
-    if which in ("all", "sync"):
+Config = tuple[str, str, str, str, str]  # (algorithm, bfs, threads, sync, frontier)
+
+
+def gpu_configs(
+    which: str, table_sync: str, frontiers: tuple[str, ...] = ("scan",)
+) -> list[Config]:
+    """Configurations to run: the eight variants per frontier mode, then the sync study.
+
+    The sync study (the WR-CT variants under every sync mode) uses the paper's frontier
+    scan; it is skipped where ``frontiers`` leaves ``scan`` out.
+    """
+    out: list[Config] = []
+    if which in ("all", "table1"):
+        out += [(a, b, t, table_sync, f) for f in frontiers for a, b, t in VARIANTS]
+    if which in ("all", "sync") and "scan" in frontiers:
         out += [
-            (a, b, t, s)
+            (a, b, t, s, "scan")
             for a, b, t in SYNC_STUDY
             for s in ("level", "batched", "graph")
             if s != table_sync or which == "sync"
@@ -81,17 +95,52 @@ def gpu_configs(which: str, table_sync: str) -> list[tuple[str, str, str, str]]:
     return out
 
 
+def parse_config(text: str) -> Config:
+    """``ALG:BFS:THREADS:SYNC:FRONTIER`` (e.g. ``apfb:wr:ct:batched:scan``) as a Config."""
+    parts = tuple(text.split(":"))
+    if len(parts) != 5 or parts[:3] not in VARIANTS:
+        raise ValueError(f"bad configuration {text!r}: want ALG:BFS:THREADS:SYNC:FRONTIER")
+    return parts  # type: ignore[return-value]
+
+
+def config_label(cfg: Config) -> str:
+    """E.g. ``APFB-GPUBFS-WR-CT (batched, queue)``."""
+    return f"{variant_label(*cfg[:3])} ({cfg[3]}, {cfg[4]})"
+
+
 def bench_gpu_instance(
     inst: dict[str, Any],
-    configs: list[tuple[str, str, str, str]],
+    configs: list[Config],
     reps: int,
     sink,
     edges_sync: str | None = None,
+    verify_workers: int = 4,
 ) -> None:
-    """All GPU configurations on one instance; one JSON row per timed run."""
+    """All GPU configurations on one instance; one JSON row per timed run.
+
+    The König certificates are checked by a few threads while the GPU goes on (the
+    verifier's numba kernels release the GIL): on the largest instances a certificate
+    takes longer than a solve. Every run is still verified; a row is written once its
+    certificate is in.
+    """
     import cupy as cp
 
     from matchbench.problems.mcm import MCM
+
+    verifier = ThreadPoolExecutor(max_workers=verify_workers)
+
+    def certify(row: dict[str, Any], m: Any, **fields: Any) -> None:
+        try:
+            t0 = time.perf_counter()
+            v = problem.verify(g, m)
+            t_verify = time.perf_counter() - t0
+            out = {**row, **fields, "verified": bool(v.verified), "reason": v.reason}
+            out.setdefault("cardinality", v.objective)
+            if row.get("kind") == "gpu":
+                out["t_verify_s"] = t_verify
+        except Exception as exc:  # a failure is a row
+            out = {**row, **fields, "verified": False, "reason": f"verify: {exc!r}"}
+        sink(out)  # the sink is thread-safe
 
     pool = cp.get_default_memory_pool()
     g = common.load_graph(inst["path"])
@@ -101,7 +150,7 @@ def bench_gpu_instance(
         for k in ("instance", "family", "scale", "rcp", "n_rows", "n_cols", "n_edges", "csr_bytes")
     }
     init = common.initialize(problem, g, base, sink)
-    for alg, bfs, threads, sync in configs:
+    for alg, bfs, threads, sync, frontier in configs:
         row = {
             "kind": "gpu",
             **base,
@@ -109,11 +158,13 @@ def bench_gpu_instance(
             "bfs": bfs,
             "threads": threads,
             "sync": sync,
+            "frontier": frontier,
             "variant": variant_label(alg, bfs, threads),
         }
+        params = {"bfs": bfs, "threads": threads, "sync": sync, "frontier": frontier}
         pool.free_all_blocks()
         try:
-            solver = common.make_solver(alg, bfs=bfs, threads=threads, sync=sync)
+            solver = common.make_solver(alg, **params)
             t0 = time.perf_counter()
             solver.prepare(g, init)
             t_first_prepare = time.perf_counter() - t0
@@ -123,48 +174,39 @@ def bench_gpu_instance(
                 t_prepare = time.perf_counter() - t0
                 solver.run()
                 m = solver.result()
-                t0 = time.perf_counter()
-                v = problem.verify(g, m)
-                t_verify = time.perf_counter() - t0
-                sink(
-                    {
-                        **row,
-                        "rep": rep,
-                        "t_solve_s": solver.timings()["solve"],
-                        "t_transfer_s": solver.timings()["transfer"],
-                        "t_prepare_s": t_prepare,
-                        "t_first_prepare_s": t_first_prepare,
-                        "t_verify_s": t_verify,
-                        "verified": bool(v.verified),
-                        "reason": v.reason,
-                        "cardinality": v.objective,
-                        "solver_bytes": solver.memory_peak_bytes(),
-                        "pool_bytes": pool.total_bytes(),
-                        **solver.counters(),
-                    }
+                verifier.submit(
+                    certify,
+                    row,
+                    m,
+                    rep=rep,
+                    t_solve_s=solver.timings()["solve"],
+                    t_transfer_s=solver.timings()["transfer"],
+                    t_prepare_s=t_prepare,
+                    t_first_prepare_s=t_first_prepare,
+                    solver_bytes=solver.memory_peak_bytes(),
+                    pool_bytes=pool.total_bytes(),
+                    **solver.counters(),
                 )
             del solver
             if sync == edges_sync:
                 # Instrumented run: edges scanned by the BFS (not timed for the tables).
                 pool.free_all_blocks()
-                solver = common.make_solver(alg, bfs=bfs, threads=threads, sync=sync)
+                solver = common.make_solver(alg, **params)
                 solver.count_edges = True
                 solver.prepare(g, init)
                 solver.run()
-                v = problem.verify(g, solver.result())
-                sink(
-                    {
-                        **row,
-                        "kind": "gpu_edges",
-                        "verified": bool(v.verified),
-                        "t_solve_instrumented_s": solver.timings()["solve"],
-                        **solver.counters(),
-                    }
+                verifier.submit(
+                    certify,
+                    {**row, "kind": "gpu_edges"},
+                    solver.result(),
+                    t_solve_instrumented_s=solver.timings()["solve"],
+                    **solver.counters(),
                 )
                 del solver
         except Exception as exc:  # a failure is a row, not a lost benchmark
             sink({**row, "rep": -1, "verified": False, "reason": f"{type(exc).__name__}: {exc}"})
         pool.free_all_blocks()
+    verifier.shutdown(wait=True)
 
 
 # -- the whole suite --------------------------------------------------------------------
@@ -231,7 +273,8 @@ def run_suite(args: argparse.Namespace) -> int:
 
     threading.Thread(target=generate_all, daemon=True).start()
     sink(common.device_row(copy_bandwidth=True))
-    configs = gpu_configs(args.configs, args.sync)
+    configs = gpu_configs(args.configs, args.sync, tuple(args.frontiers))
+    configs += [c for c in (parse_config(x) for x in args.extra or []) if c not in configs]
     # Among the instances generated so far, the GPU takes those named by --priority first
     # (in that order), then the smallest.
     rank = {tuple(p.split(":")): k for k, p in enumerate(args.priority or [])}
@@ -306,23 +349,26 @@ class Results:
             if r["kind"] == "gpu" and r.get("rep", 0) >= 0:
                 if not r["verified"]:
                     self.wrong.append(r)
-                key = (r["instance"], r["algorithm"], r["bfs"], r["threads"], r["sync"])
-                self.gpu.setdefault(key, []).append(r)
+                self.gpu.setdefault(self.key(r), []).append(r)
             elif r["kind"] == "gpu" and r.get("rep") == -1 and "not run" not in r.get("reason", ""):
                 self.wrong.append(r)
-        self.edges = {
-            (r["instance"], r["algorithm"], r["bfs"], r["threads"], r["sync"]): r
-            for r in rows
-            if r["kind"] == "gpu_edges"
-        }
+        self.edges = {self.key(r): r for r in rows if r["kind"] == "gpu_edges"}
         self.refs = {(r["instance"], r["solver"]): r for r in rows if r["kind"] == "ref"}
         order = sorted(self.instances.values(), key=lambda r: (r["family"], r["scale"], r["rcp"]))
         self.all_names = [r["instance"] for r in order]
         # Instances the GPU ran (a run cut short by its time budget leaves some out).
         ran = {k[0] for k in self.gpu}
         self.names = [n for n in self.all_names if n in ran]
+        present = {k[5] for k in self.gpu}
+        self.frontiers = [f for f in ("scan", "queue") if f in present]
 
-    def t(self, inst: str, cfg: tuple[str, str, str, str]) -> float | None:
+    @staticmethod
+    def key(r: dict[str, Any]) -> tuple:
+        # Rows written before the frontier option existed ran the paper's scan.
+        f = r.get("frontier", "scan")
+        return (r["instance"], r["algorithm"], r["bfs"], r["threads"], r["sync"], f)
+
+    def t(self, inst: str, cfg: Config) -> float | None:
         """Median timed solve (warm-up excluded) of a verified configuration."""
         runs = self.gpu.get((inst, *cfg), [])
         timed = [r["t_solve_s"] for r in runs if r["rep"] >= 1 and r["verified"]]
@@ -330,7 +376,7 @@ class Results:
             return None
         return statistics.median(timed)
 
-    def run(self, inst: str, cfg: tuple[str, str, str, str]) -> dict[str, Any] | None:
+    def run(self, inst: str, cfg: Config) -> dict[str, Any] | None:
         runs = [r for r in self.gpu.get((inst, *cfg), []) if r["rep"] >= 1]
         return runs[-1] if runs else None
 
@@ -349,15 +395,16 @@ class Results:
         syncs = [k[4] for k in self.gpu if k[1:4] == ("apfb", "plain", "ct")]
         return statistics.mode(syncs) if syncs else "batched"
 
-    def best_variant(self) -> tuple[str, str, str, str]:
+    def best_variant(self, frontiers: tuple[str, ...] | None = None) -> Config:
+        """The configuration of lowest geometric mean over the instances the GPU ran."""
         sync = self.table_sync()
         scores = {}
-        for v in VARIANTS:
-            ts = [self.t(n, (*v, sync)) for n in self.names]
-            if all(t is not None for t in ts) and ts:
-                scores[v] = common.geomean(ts)
-        best = min(scores, key=scores.get) if scores else VARIANTS[3]
-        return (*best, sync)
+        for f in frontiers or tuple(self.frontiers):
+            for v in VARIANTS:
+                ts = [self.t(n, (*v, sync, f)) for n in self.names]
+                if all(t is not None for t in ts) and ts:
+                    scores[(*v, sync, f)] = common.geomean(ts)
+        return min(scores, key=scores.get) if scores else (*VARIANTS[3], sync, "scan")
 
 
 def build_report(rows: list[dict[str, Any]]) -> str:
@@ -376,7 +423,8 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         parts.append(
             f"\n**{len(R.wrong)} GPU runs not certified or failed:** "
             + "; ".join(
-                f"{r['instance']} {r.get('variant')} {r.get('sync')}: {r.get('reason')}"
+                f"{r['instance']} {r.get('variant')} {r.get('sync')} {r.get('frontier', 'scan')}:"
+                f" {r.get('reason')}"
                 for r in R.wrong[:10]
             )
             + "\n"
@@ -419,25 +467,26 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         )
     )
 
-    # Table 1: geometric means per set.
+    # Table 1: geometric means per set, one table per frontier mode.
     header = ["set", "#"] + [variant_label(*v) for v in VARIANTS]
-    body = []
-    for name, insts in R.sets().items():
-        cells = []
-        for v in VARIANTS:
-            ts = [R.t(n, (*v, sync)) for n in insts]
-            ok = all(t is not None for t in ts) and ts
-            cells.append(_s(common.geomean(ts)) if ok else "-")
-        body.append([name, len(insts)] + cells)
-    parts.append(
-        f"\n### Table 1 analogue: geometric mean solve time (s), sync={sync}\n\n"
-        + common.md_table(header, body)
-    )
+    for f in R.frontiers:
+        body = []
+        for name, insts in R.sets().items():
+            cells = []
+            for v in VARIANTS:
+                ts = [R.t(n, (*v, sync, f)) for n in insts]
+                ok = all(t is not None for t in ts) and ts
+                cells.append(_s(common.geomean(ts)) if ok else "-")
+            body.append([name, len(insts)] + cells)
+        parts.append(
+            f"\n### Table 1 analogue: geometric mean solve time (s), sync={sync}, "
+            f"frontier={f}\n\n" + common.md_table(header, body)
+        )
 
     best = R.best_variant()
     # Sync modes.
     header = ["instance"]
-    cfgs = [(*v, s) for v in SYNC_STUDY for s in ("level", "batched", "graph")]
+    cfgs = [(*v, s, "scan") for v in SYNC_STUDY for s in ("level", "batched", "graph")]
     header += [f"{variant_label(*c[:3])} {c[3]}" for c in cfgs]
     body = []
     for n in R.names:
@@ -452,14 +501,15 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         else "-"
         for c in cfgs
     ]
-    parts.append(
-        "\n### Sync modes: solve time (s) and host round trips\n\n"
-        + common.md_table(header, body + [gm])
-    )
+    if any(R.t(n, c) is not None for n in R.names for c in cfgs):
+        parts.append(
+            "\n### Sync modes (frontier=scan): solve time (s) and host round trips\n\n"
+            + common.md_table(header, body + [gm])
+        )
 
     # Table 2: best variant vs CPU references.
     header = (
-        ["instance", f"GPU {variant_label(*best[:3])} ({best[3]})"]
+        ["instance", f"GPU {config_label(best)}"]
         + list(REFS)
         + ["speedup vs scipy_hk", "speedup vs best CPU", "C2050 (paper)"]
     )
@@ -531,10 +581,11 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         ]
         if e is not None and tg:
             item = 4
-            # Lower bound on the bytes a level moves: the scan of bfs_array over all
-            # columns (the paper's kernels have no frontier queue), plus per scanned edge
-            # the column index and the row's mate.
-            est = (e["bfs_levels"] * inst["n_cols"] * item + e["edges_scanned"] * 2 * item) / tg
+            # Lower bound on the bytes the BFS moves: per scanned edge the column index
+            # and the row's mate, plus, in the paper's scan mode, the read of bfs_array
+            # over all columns at every level (the queue mode reads only the frontier).
+            scan = e["bfs_levels"] * inst["n_cols"] * item if best[4] == "scan" else 0
+            est = (scan + e["edges_scanned"] * 2 * item) / tg
             cells += [
                 e["edges_scanned"],
                 f"{e['edges_scanned'] / tg:.3g}",
@@ -545,22 +596,34 @@ def build_report(rows: list[dict[str, Any]]) -> str:
             cells += ["-"] * 4
         body.append(cells)
     parts.append(
-        f"\n### Memory and throughput, {variant_label(*best[:3])} ({best[3]})\n\n"
-        + common.md_table(header, body)
+        f"\n### Memory and throughput, {config_label(best)}\n\n" + common.md_table(header, body)
     )
 
     # Targets.
     gms = common.geomean([s for s in speedups if math.isfinite(s)])
     n_inf = sum(1 for s in speedups if math.isinf(s))
-    paper_rows = []
-    for n in R.names:
-        r = R.instances[n]
-        paper = PAPER_C2050.get((r["family"], r["scale"], r["rcp"]))
-        tg = R.t(n, best)
-        if paper is not None and tg:
-            paper_rows.append(f"{n}: {paper / tg:.1f}x")
+
+    def paper_ratios(cfg: Config) -> list[str]:
+        out = []
+        for n in R.names:
+            r = R.instances[n]
+            paper = PAPER_C2050.get((r["family"], r["scale"], r["rcp"]))
+            tg = R.t(n, cfg)
+            if paper is not None and tg:
+                out.append(f"{n}: {paper / tg:.1f}x")
+        return out
+
+    paper_rows = paper_ratios(best)
+    faithful = ""
+    if best[4] != "scan" and "scan" in R.frontiers:
+        fb = R.best_variant(("scan",))
+        faithful = (
+            f"- The best configuration with the paper's frontier scan, {config_label(fb)},"
+            " against the C2050: " + (", ".join(paper_ratios(fb)) or "-") + ".\n"
+        )
     parts.append(
         "\n### Targets (computed)\n\n"
+        f"Best configuration: {config_label(best)}.\n\n"
         f"- Geometric-mean speedup of the best variant over scipy HK on instances where "
         f"scipy finished: {gms:.1f}x over {len(speedups) - n_inf} instances"
         + (f" ({n_inf} more where scipy hit the time limit)" if n_inf else "")
@@ -571,6 +634,7 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         "- Instances where the best variant is not faster than the slowest CPU reference: "
         + (", ".join(worst) if worst else "none")
         + f" (of {len(per_inst_ok)} with a reference time).\n"
+        + faithful
     )
     return "".join(parts)
 
@@ -579,9 +643,14 @@ def summary(rows: list[dict[str, Any]]) -> str:
     """A short table for the end of the console output."""
     R = Results(rows)
     sync = R.table_sync()
-    lines = [f"{'instance':28s} " + " ".join(f"{variant_label(*v)[:14]:>14s}" for v in VARIANTS)]
-    for n in R.names:
-        lines.append(f"{n:28s} " + " ".join(f"{_s(R.t(n, (*v, sync))):>14s}" for v in VARIANTS))
+    lines = []
+    for f in R.frontiers:
+        lines.append(
+            f"{'frontier=' + f:28s} " + " ".join(f"{variant_label(*v)[:14]:>14s}" for v in VARIANTS)
+        )
+        for n in R.names:
+            cells = " ".join(f"{_s(R.t(n, (*v, sync, f))):>14s}" for v in VARIANTS)
+            lines.append(f"{n:28s} {cells}")
     lines.append(f"wrong or failed GPU runs: {len(R.wrong)}")
     return "\n".join(lines)
 
@@ -603,8 +672,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--reps", type=int, default=2, help="timed runs after one warm-up")
-    ap.add_argument("--sync", default="batched", help="sync mode of the eight-variant table")
+    ap.add_argument("--sync", default="graph", help="sync mode of the eight-variant tables")
     ap.add_argument("--configs", choices=["all", "table1", "sync"], default="all")
+    ap.add_argument(
+        "--frontiers",
+        nargs="+",
+        choices=["scan", "queue"],
+        default=["scan", "queue"],
+        help="frontier modes of the eight-variant tables",
+    )
+    ap.add_argument(
+        "--extra",
+        nargs="+",
+        metavar="ALG:BFS:THREADS:SYNC:FRONTIER",
+        help="further configurations to run, e.g. apfb:wr:ct:batched:scan",
+    )
     ap.add_argument("--refs", nargs="*", default=list(REFS))
     ap.add_argument("--ref-timeout", type=float, default=60.0)
     ap.add_argument("--ref-workers", type=int, default=4)

@@ -16,7 +16,7 @@ from matchbench.problems.base import Problem, Verification
 from matchbench.problems.bipartite import BipartiteGraph, Matching
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _first_non_edge(col_ptr, col_ind, col_match):
     """First column j whose mate is not among its neighbours, or -1.
 
@@ -37,7 +37,7 @@ def _first_non_edge(col_ptr, col_ind, col_match):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _alternating_bfs(col_ptr, col_ind, row_match, col_match):
     """Alternating BFS from all free columns (column -> any row, row -> its mate).
 
@@ -78,7 +78,7 @@ def _alternating_bfs(col_ptr, col_ind, row_match, col_match):
     return -1, -1, col_seen, row_seen
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _first_uncovered_edge(row_ptr, row_ind, row_in_cover, col_in_cover):
     """First edge (i, j) with neither endpoint in the cover, as ``(i, j)``, or ``(-1, -1)``."""
     for i in range(row_ptr.shape[0] - 1):

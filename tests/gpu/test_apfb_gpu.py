@@ -4,7 +4,9 @@ The instance set: 200 generated graphs (Erdos-Renyi square and rectangular with 
 vertices, Kronecker, Delaunay, random geometric, road-like, 2D and 3D grids, band
 matrices, a few degenerate shapes), each also RCP-permuted, so 400 instances; every one of the eight variants
 {APFB, APsB} x {GPUBFS, GPUBFS-WR} x {CT, MT} runs every one of them under every sync
-mode, from the cheap matching, and the König certificate checks each answer.
+mode and both frontier modes (the paper's scan, our queue), from the cheap matching, and
+the König certificate checks each answer. Graphs with hub columns (degrees past the
+queue kernels' warp and block thresholds) get a stress test of their own.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from matchbench.datasets import generators
 from matchbench.problems.bipartite import BipartiteGraph, Matching
 from matchbench.problems.mcm import MCM
 from matchbench.solvers.cpu.cheap import cheap_matching
-from matchbench.solvers.gpu.apfb import APFB, SYNC_MODES, APsB
+from matchbench.solvers.gpu.apfb import APFB, FRONTIERS, SYNC_MODES, APsB
 
 pytestmark = pytest.mark.gpu
 
@@ -131,12 +133,27 @@ def test_instance_set_is_varied(instances):
     assert unfinished > 30
 
 
+def _memory_bound(graph: BipartiteGraph, frontier: str) -> int:
+    n = graph.n_rows + graph.n_cols
+    # O(n) work arrays: 5 (scan) or 7 (queue: two queue halves) index arrays.
+    return 2 * graph.nbytes + (16 if frontier == "scan" else 24) * n + 64
+
+
+@pytest.mark.parametrize("frontier", FRONTIERS)
 @pytest.mark.parametrize("sync", SYNC_MODES)
 @pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
-def test_every_answer_certified(variant, sync, instances):
+def test_every_answer_certified(variant, sync, frontier, instances):
     cls, bfs, threads = variant
     # Small grids so that CT strides over several vertices per thread on these graphs.
-    solver = cls(bfs=bfs, threads=threads, sync=sync, ct_blocks=4, ct_threads=64, batch=16)
+    solver = cls(
+        bfs=bfs,
+        threads=threads,
+        sync=sync,
+        ct_blocks=4,
+        ct_threads=64,
+        batch=16,
+        frontier=frontier,
+    )
     failures = []
     for graph, init in instances:
         m, v = _solve(solver, graph, init)
@@ -153,16 +170,16 @@ def test_every_answer_certified(variant, sync, instances):
         else:
             assert c["host_syncs"] <= c["bfs_launches"], (graph.name, c)
         assert t["solve"] > 0 and t["transfer"] >= 0, (graph.name, t)
-        n = graph.n_rows + graph.n_cols
-        assert solver.memory_peak_bytes() <= 2 * graph.nbytes + 16 * n + 64, graph.name
+        assert solver.memory_peak_bytes() <= _memory_bound(graph, frontier), graph.name
     assert not failures, f"{len(failures)} wrong answers, first: {failures[:5]}"
 
 
+@pytest.mark.parametrize("frontier", FRONTIERS)
 @pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
-def test_paper_grid_and_empty_init(variant, instances):
+def test_paper_grid_and_empty_init(variant, frontier, instances):
     # The paper's 256 x 256 CT grid; MT with one thread per vertex; start from nothing.
     cls, bfs, threads = variant
-    solver = cls(bfs=bfs, threads=threads)
+    solver = cls(bfs=bfs, threads=threads, frontier=frontier)
     failures = []
     for graph, _ in instances[::3]:
         m, v = _solve(solver, graph, _empty(graph))
@@ -171,10 +188,11 @@ def test_paper_grid_and_empty_init(variant, instances):
     assert not failures, f"{len(failures)} wrong answers, first: {failures[:5]}"
 
 
+@pytest.mark.parametrize("frontier", FRONTIERS)
 @pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
-def test_repeated_runs_agree(variant, instances):
+def test_repeated_runs_agree(variant, frontier, instances):
     cls, bfs, threads = variant
-    solver = cls(bfs=bfs, threads=threads, sync="batched")
+    solver = cls(bfs=bfs, threads=threads, sync="batched", frontier=frontier)
     for graph, init in instances[::10]:
         cards = []
         for _ in range(3):  # the cached upload is reused; the init must be restored each time
@@ -201,8 +219,9 @@ def test_int64_indices(cls, instances):
         )
         init64 = Matching(init.row_match.astype(np.int64), init.col_match.astype(np.int64))
         for bfs in ("plain", "wr"):
-            m, v = _solve(cls(bfs=bfs), g64, init64)
-            assert v.verified, (g64.name, bfs, v.reason)
+            for frontier in FRONTIERS:
+                m, v = _solve(cls(bfs=bfs, frontier=frontier), g64, init64)
+                assert v.verified, (g64.name, bfs, frontier, v.reason)
             assert m.col_match.dtype == np.int64
 
 
@@ -213,25 +232,68 @@ def test_long_path_graph_uses_few_host_syncs():
     i = np.arange(n)
     g = BipartiteGraph.from_coo(np.concatenate([i, i[:-1]]), np.concatenate([i, i[1:]]), n, n)
     init = Matching.from_col_match(np.concatenate([[-1], np.arange(n - 1)]), n)
-    results = {}
-    for sync in SYNC_MODES:
-        s = APFB(sync=sync, batch=64)
-        m, v = _solve(s, g, init)
-        assert v.verified and v.objective == n, (sync, v.reason)
-        results[sync] = s.counters()
-    assert results["level"]["host_syncs"] >= n
-    for sync in ("batched", "graph"):
-        assert results[sync]["host_syncs"] * 20 < results["level"]["host_syncs"], results
-        assert results[sync]["bfs_levels"] == results["level"]["bfs_levels"], results
+    for frontier in FRONTIERS:
+        results = {}
+        for sync in SYNC_MODES:
+            s = APFB(sync=sync, batch=64, frontier=frontier)
+            m, v = _solve(s, g, init)
+            assert v.verified and v.objective == n, (sync, frontier, v.reason)
+            results[sync] = s.counters()
+        assert results["level"]["host_syncs"] >= n
+        for sync in ("batched", "graph"):
+            assert results[sync]["host_syncs"] * 20 < results["level"]["host_syncs"], results
+            assert results[sync]["bfs_levels"] == results["level"]["bfs_levels"], results
 
 
+def _hub_graph(seed: int) -> BipartiteGraph:
+    """Random sparse bipartite graph plus a few hub columns of degree 40 to 6000.
+
+    Hubs of degree >= 1024 go to the queue kernels' block tier, 32..1023 to the warp
+    tier; the sparse rest to single threads. Hub rows too, so that hubs are reached late.
+    """
+    rng = np.random.default_rng(seed)
+    nr = int(rng.integers(3000, 9000))
+    nc = int(rng.integers(3000, 9000))
+    m = int(rng.integers(2, 4) * min(nr, nc))
+    rows = [rng.integers(0, nr, m)]
+    cols = [rng.integers(0, nc, m)]
+    hubs = [1500, 6000, *rng.choice([40, 300, 1500], size=int(rng.integers(1, 6)))]
+    for deg in hubs:
+        deg = min(int(deg), nr)
+        rows.append(rng.choice(nr, deg, replace=False))
+        cols.append(np.full(deg, rng.integers(0, nc)))
+    for deg in rng.choice([40, 2000], size=3):
+        deg = min(int(deg), nc)
+        rows.append(np.full(deg, rng.integers(0, nr)))
+        cols.append(rng.choice(nc, deg, replace=False))
+    g = BipartiteGraph.from_coo(np.concatenate(rows), np.concatenate(cols), nr, nc)
+    return g.permuted(seed=seed) if seed % 2 else g
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
+def test_queue_tiers_on_hub_graphs(variant):
+    cls, bfs, threads = variant
+    failures = []
+    for seed in range(60):
+        graph = _hub_graph(seed)
+        assert np.diff(graph.col_ptr).max() >= 1024, graph.name
+        for init in (cheap_matching(graph), _empty(graph)):
+            for sync in ("batched", "graph"):
+                s = cls(bfs=bfs, threads=threads, sync=sync, frontier="queue", ct_blocks=32)
+                m, v = _solve(s, graph, init)
+                if not v.verified:
+                    failures.append(f"seed {seed} {sync}: {v.reason}")
+    assert not failures, f"{len(failures)} wrong answers, first: {failures[:5]}"
+
+
+@pytest.mark.parametrize("frontier", FRONTIERS)
 @pytest.mark.parametrize("cls", [APFB, APsB])
-def test_edge_counter_bounds(cls, instances):
+def test_edge_counter_bounds(cls, frontier, instances):
     # The instrumented build counts adjacency entries scanned by the BFS: at least the
     # whole adjacency of the unmatched columns (level L0 of the first phase scans it all
     # with GPUBFS), at most every edge once per BFS phase (a column enters a BFS once).
     for graph, init in instances[:80]:
-        s = cls(bfs="plain", sync="batched", count_edges=True)
+        s = cls(bfs="plain", sync="batched", count_edges=True, frontier=frontier)
         m, v = _solve(s, graph, init)
         assert v.verified, (graph.name, v.reason)
         c = s.counters()

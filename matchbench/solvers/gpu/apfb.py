@@ -30,6 +30,7 @@ _NFLAGS = 8
 BFS_KINDS = ("plain", "wr")
 THREAD_LAYOUTS = ("ct", "mt")
 SYNC_MODES = ("level", "batched", "graph")
+FRONTIERS = ("scan", "queue")
 
 
 def chunk_schedule(first: int, cap: int):
@@ -66,6 +67,7 @@ class _DeviceState:
     predecessor: Any
     bfs_array: Any
     root: Any
+    queue: Any
     flags: Any
     flags_host: np.ndarray
     flags_pinned: Any
@@ -88,8 +90,7 @@ class _DeviceState:
             self.bfs_array,
             self.flags,
         ]
-        if self.root is not None:
-            arrays.append(self.root)
+        arrays += [a for a in (self.root, self.queue) if a is not None]
         return int(sum(a.nbytes for a in arrays))
 
 
@@ -113,11 +114,24 @@ class _AugmentingPathsGPU(BaseSolver):
         read per batch; a level whose predecessor inserted nothing (or, for APsB, that
         follows a level that found a path) exits at once on the device. ``graph``: as
         ``batched``, but each batch replays captured CUDA graphs instead of launching
-        kernels one by one from Python. The default, ``batched``, had the lowest
-        geometric-mean time in the sync study of ``docs/benchmarks/mcm.md`` (``graph`` was
-        within run-to-run variation; ``level`` was slowest).
+        kernels one by one from Python. With the paper's frontier scan, ``batched`` and
+        ``graph`` were within run-to-run variation in the sync study of
+        ``docs/benchmarks/mcm.md`` (``level`` was slowest); with the frontier queue a BFS
+        level is a few microseconds of GPU work, less than a launch from Python, so
+        ``graph`` (the default) keeps the GPU busy where ``batched`` waits on the host.
     batch : int
         Largest batch of levels per host read (``batched`` and ``graph``).
+    frontier : {"scan", "queue"}
+        How a BFS level finds its frontier. ``scan``: the paper's kernels, every level
+        reads ``bfs_array`` over all columns (Alg. 2/4 line 4), one thread walks each
+        frontier column's adjacency. ``queue`` (not in the paper): each level reads the
+        columns the previous level inserted from a queue, claims a column with an atomic
+        compare-and-swap so it is queued once, and hands a column's adjacency to one
+        thread, one warp or the whole block by its degree (< 32, < 1024, >= 1024), so that
+        hub columns of power-law graphs are not walked by one thread. The paper's
+        algorithms are otherwise unchanged (same levels, roots, predecessors, ALTERNATE).
+        The block sizes must be multiples of 32 with ``queue``. ``queue`` is the default:
+        it was faster than ``scan`` on the seed-family suite (``docs/benchmarks/mcm.md``).
     count_edges : bool
         Instrumentation, not a variant (kept out of :meth:`variant`): build the kernels
         with an adjacency-entry counter and report ``edges_scanned``. Costs a block
@@ -150,8 +164,9 @@ class _AugmentingPathsGPU(BaseSolver):
         ct_blocks: int = 256,
         ct_threads: int = 256,
         mt_threads: int = 256,
-        sync: str = "batched",
+        sync: str = "graph",
         batch: int = 64,
+        frontier: str = "queue",
         count_edges: bool = False,
     ) -> None:
         if bfs not in BFS_KINDS:
@@ -160,6 +175,8 @@ class _AugmentingPathsGPU(BaseSolver):
             raise ValueError(f"threads must be one of {THREAD_LAYOUTS}, got {threads!r}")
         if sync not in SYNC_MODES:
             raise ValueError(f"sync must be one of {SYNC_MODES}, got {sync!r}")
+        if frontier not in FRONTIERS:
+            raise ValueError(f"frontier must be one of {FRONTIERS}, got {frontier!r}")
         for key, value, hi in (
             ("ct_blocks", ct_blocks, 2**31 - 1),
             ("ct_threads", ct_threads, 1024),
@@ -168,6 +185,13 @@ class _AugmentingPathsGPU(BaseSolver):
         ):
             if not isinstance(value, int | np.integer) or not 1 <= int(value) <= hi:
                 raise ValueError(f"{key} must be an integer in [1, {hi}], got {value!r}")
+        if frontier == "queue":
+            # The queue kernels split work among whole warps (ballot and shuffles).
+            for key, value in (("ct_threads", ct_threads), ("mt_threads", mt_threads)):
+                if int(value) % 32:
+                    raise ValueError(
+                        f"{key} must be a multiple of 32 with frontier='queue', got {value!r}"
+                    )
         super().__init__(
             bfs=bfs,
             threads=threads,
@@ -176,6 +200,7 @@ class _AugmentingPathsGPU(BaseSolver):
             mt_threads=int(mt_threads),
             sync=sync,
             batch=int(batch),
+            frontier=frontier,
         )
         self.count_edges = bool(count_edges)
         self._state: _DeviceState | None = None
@@ -201,6 +226,8 @@ class _AugmentingPathsGPU(BaseSolver):
         """Device bytes this solver allocates for ``instance`` (both CSRs + O(n) arrays)."""
         item = np.dtype(instance.col_ptr.dtype).itemsize
         n_work = 2 * instance.n_rows + (3 if self.params["bfs"] == "wr" else 2) * instance.n_cols
+        if self.params["frontier"] == "queue":
+            n_work += 2 * instance.n_cols  # the two queue halves
         return int(instance.nbytes + item * n_work + 8 * _NFLAGS)
 
     def prepare(self, instance: Any, init: Any | None = None) -> None:
@@ -268,6 +295,16 @@ class _AugmentingPathsGPU(BaseSolver):
         wr = self.params["bfs"] == "wr"
         # The -(row) refinement belongs to APsB-GPUBFS-WR only (Sec. 3 after Alg. 4).
         refined = wr and self.early_stop
+        if self.params["frontier"] == "queue":
+            return {
+                "init": "apfb_init_queue_wr" if wr else "apfb_init_queue",
+                "bfs": "apfb_bfs_queue_wr_negrow"
+                if refined
+                else ("apfb_bfs_queue_wr" if wr else "apfb_bfs_queue"),
+                "alternate": "apfb_alternate_roots" if refined else "apfb_alternate",
+                "fix": "apfb_fix_matching_q",
+                "advance": "apfb_advance",
+            }
         return {
             "init": "apfb_init_bfs_array_wr" if wr else "apfb_init_bfs_array",
             "bfs": "apfb_bfs_wr_negrow" if refined else ("apfb_bfs_wr" if wr else "apfb_bfs"),
@@ -309,6 +346,7 @@ class _AugmentingPathsGPU(BaseSolver):
             predecessor = cp.full(nr, -1, dtype=dt)
             bfs_array = cp.zeros(nc, dtype=dt)
             root = cp.zeros(nc, dtype=dt) if self.params["bfs"] == "wr" else None
+            queue = cp.zeros(2 * nc, dtype=dt) if self.params["frontier"] == "queue" else None
             flags = cp.zeros(_NFLAGS, dtype=np.int64)
         pinned = cp.cuda.alloc_pinned_memory(_NFLAGS * 8)
         flags_host = np.frombuffer(pinned, dtype=np.int64, count=_NFLAGS)
@@ -323,6 +361,7 @@ class _AugmentingPathsGPU(BaseSolver):
             predecessor=predecessor,
             bfs_array=bfs_array,
             root=root,
+            queue=queue,
             flags=flags,
             flags_host=flags_host,
             flags_pinned=pinned,
@@ -387,16 +426,18 @@ class _CupyLaunches:
         self.nr = st.idx(st.graph.n_rows) if n_rows is None else n_rows
         self.nc = st.idx(st.graph.n_cols) if n_cols is None else n_cols
         self.root = st.root if st.root is not None else st.bfs_array  # unused without WR
+        self.queue = st.queue
         self.last_flags: np.ndarray | None = None
 
     def init(self) -> int:
         st = self.st
         grid, block = st.grids["col"]
         base = L0 if self.graph_mode else 0  # graph mode: the level base lives on the device
+        q = () if self.queue is None else (self.queue,)
         st.kernels["init"](
             (grid,),
             (block,),
-            (st.cmatch, st.bfs_array, self.root, st.flags, self.nc, np.int64(base)),
+            (st.cmatch, st.bfs_array, self.root, st.flags, *q, self.nc, np.int64(base)),
         )
         return 1
 
@@ -405,6 +446,7 @@ class _CupyLaunches:
         grid, block = st.grids["col"]
         stop = np.int32(1 if self.early_stop else 0)
         g = st.graph
+        q = () if self.queue is None else (self.queue,)
         for i in range(size):
             st.kernels["bfs"](
                 (grid,),
@@ -417,6 +459,7 @@ class _CupyLaunches:
                     st.predecessor,
                     self.root,
                     st.flags,
+                    *q,
                     self.nc,
                     np.int64(first_offset + i),
                     stop,
@@ -465,7 +508,10 @@ class _CupyLaunches:
                 (st.cmatch, st.rmatch, st.predecessor, st.flags, self.nr, self.nc),
             )
         grid, block = st.grids["row"]
-        st.kernels["fix"]((grid,), (block,), (st.cmatch, st.rmatch, self.nr))
+        if self.queue is None:
+            st.kernels["fix"]((grid,), (block,), (st.cmatch, st.rmatch, self.nr))
+        else:
+            st.kernels["fix"]((grid,), (block,), (st.cmatch, st.rmatch, st.flags, self.nr))
         return 2
 
     def warm_up(self) -> None:
