@@ -11,6 +11,7 @@ replay), not the CUDA code itself: that runs in ``tests/gpu/test_gpr_gpu.py``.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -696,3 +697,189 @@ def test_verifier_rejects_a_broken_emulated_answer():
     broken.row_match[broken.col_match[j]] = -1
     broken.col_match[j] = -1
     assert not MCM().verify(g, broken).verified
+
+
+# -- the benchmark script's phases and order (matchbench.bench.mcm_gpr) ----------------
+
+
+def test_bench_fig1_configs_with_and_without_the_default():
+    from matchbench.bench import mcm_gpr
+
+    full = mcm_gpr.fig1_configs(with_default=True)
+    assert len(full) == len(set(full)) == len(VARIANTS) * len(STRATEGIES) * len(K_VALUES)
+    assert set(full) == {(v, s, k) for v in VARIANTS for s in STRATEGIES for k in K_VALUES}
+    assert mcm_gpr.fig1_configs(with_default=False) == [c for c in full if c != mcm_gpr.DEFAULT]
+
+
+def test_bench_order_instances():
+    from matchbench.bench import mcm_gpr
+
+    insts = [
+        {"instance": f"{f}{s}{'_rcp' * r}", "family": f, "scale": s, "rcp": r, "n_edges": e}
+        for f, s, e in [("grid", 21, 8), ("kronecker", 18, 7), ("grid", 20, 4)]
+        for r in (True, False)
+    ]
+    by_size = [r["instance"] for r in mcm_gpr.order_instances(insts, "size", [])]
+    assert by_size == ["grid20", "grid20_rcp", "kronecker18", "kronecker18_rcp"] + [
+        "grid21",
+        "grid21_rcp",
+    ]
+    only = ["grid:21", "kronecker:18", "grid:20", "grid:21"]
+    given = [r["instance"] for r in mcm_gpr.order_instances(insts, "given", only)]
+    assert given == ["grid21", "grid21_rcp", "kronecker18", "kronecker18_rcp"] + [
+        "grid20",
+        "grid20_rcp",
+    ]
+    with pytest.raises(ValueError, match="--only"):
+        mcm_gpr.order_instances(insts, "given", [])
+    with pytest.raises(SystemExit):
+        mcm_gpr.main(["--order", "given", "--out", "unused"])
+
+
+def test_bench_report_phases_of_old_rows():
+    from matchbench.bench import mcm_gpr
+
+    assert mcm_gpr._phases({}) == ("table", "fig1")  # rows from before --phases
+    assert mcm_gpr._phases({"phases": "['fig1']"}) == ("fig1",)
+
+
+def _fake_time(variant: str, strategy: str, k: float) -> float:
+    """Solve seconds the fake GPU below reports: lower for Shr, adaptive and small k."""
+    return (
+        1e-3
+        * {"shr": 1, "noshr": 2, "first": 3}[variant]
+        * (1 + K_VALUES.index(k))
+        * (2 if strategy == "fix" else 1)
+    )
+
+
+@pytest.mark.parametrize("phases", [["fig1"], ["table", "fig1"]])
+def test_bench_phases_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch, phases):
+    """The script's plumbing on the CPU: a fake ``bench_config`` stands in for the GPU,
+    reporting ``_fake_time`` and stopping the (fix, k) runs of RCP instances at the limit."""
+    from matchbench.bench import mcm_gpr
+
+    calls = []
+
+    def fake_bench_config(g, init, base, label, factory, reps, sink, run_limit_s=None):
+        solver = factory()
+        calls.append((base["instance"], label, reps, run_limit_s))
+        if label["algorithm"] != "gpr":
+            return
+        assert {k: solver.params[k] for k in ("variant", "strategy", "k", "scan")} == {
+            k: label[k] for k in ("variant", "strategy", "k", "scan")
+        }
+        row = {"kind": "gpu", **base, **label}
+        if label["strategy"] == "fix" and base["rcp"] and run_limit_s is not None:
+            sink({**row, "rep": 0, "status": "timeout", "limit_s": run_limit_s})
+            return
+        card = int(init.cardinality)
+        t = _fake_time(label["variant"], label["strategy"], label["k"])
+        counters = dict.fromkeys(COUNTER_KEYS, 1)
+        for rep in range(reps + 1):
+            sink(
+                {
+                    **row,
+                    "rep": rep,
+                    "status": "ok",
+                    "cardinality": card,
+                    "t_solve_s": t,
+                    "t_relabel_s": t / 2,
+                    "counters": counters,
+                }
+            )
+
+    monkeypatch.setattr(mcm_gpr, "bench_config", fake_bench_config)
+    out = tmp_path / "out"
+    argv = ["--out", str(out), "--graph-dir", str(tmp_path / "g"), "--suite", "tiny"]
+    argv += ["--phases", *phases, "--scans", "warp", "thread", "--refs", "--no-apfb"]
+    argv += ["--order", "given", "--only", "grid:10", "kronecker:10", "--gen-workers", "2"]
+    argv += ["--budget-s", "600", "--reps", "2", "--fig1-reps", "1", "--run-limit-s", "2"]
+    assert mcm_gpr.main(argv) == 0
+
+    order = ["grid2d_10", "grid2d_10_rcp", "kron_g500-logn10", "kron_g500-logn10_rcp"]
+    table = [c for c in calls if c[3] is None]
+    fig1 = [c for c in calls if c[3] is not None]
+    with_table = "table" in phases
+    if with_table:
+        # Table I: the default under every scan, --reps timed runs, no limit.
+        assert [(c[0], c[1]["scan"], c[2]) for c in table] == [
+            (n, s, 2) for n in order for s in ("warp", "thread")
+        ]
+    else:
+        assert table == []
+    # Fig. 1: the sweep with the first scan, in the given order, the default only alone.
+    want = mcm_gpr.fig1_configs(with_default=not with_table)
+    assert [(c[0], (c[1]["variant"], c[1]["strategy"], c[1]["k"])) for c in fig1] == [
+        (n, cfg) for n in order for cfg in want
+    ]
+    assert {(c[1]["scan"], c[2], c[3]) for c in fig1} == {("warp", 1, 2.0)}
+
+    rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["instance"] for r in rows if r["kind"] == "init") == sorted(order)
+    report = (out / "report.md").read_text()
+    assert ("### Table I analogue" in report) == with_table
+    assert "### Fig. 1 analogue (warp scan)" in report
+    assert "Instances the sweep reached: 4 of 4; with the full sweep" in report
+    assert "stopped at the per-run limit): 4." in report
+
+    # The best configuration per set and the default's rank, from _fake_time directly.
+    cfgs = mcm_gpr.fig1_configs(with_default=True)
+    for name, rcp in (("grid O", False), ("grid RCP", True)):
+        full = {c: _fake_time(*c) for c in cfgs if not (rcp and c[1] == "fix")}
+        best = min(full, key=full.get)
+        rank = 1 + sum(t < full[mcm_gpr.DEFAULT] for t in full.values())
+        line = next(x for x in report.splitlines() if x.startswith(f"| {name} | 1 | "))
+        cells = [x.strip() for x in line.strip("|").split("|")]
+        label = f"{GPR_LABEL_SHORT[best[0]]} {best[1]} {best[2]:g}"
+        assert cells[2] == f"{label}: {full[best] * 1e3:.3g}"
+        assert cells[-3:] == [f"{full[mcm_gpr.DEFAULT] * 1e3:.3g}", f"{rank}/{len(full)}"] + [
+            str(18 if rcp else 0)
+        ]
+    # A (fix, k) cell over the RCP grid is the limit, as a lower bound.
+    line = next(x for x in report.splitlines() if x.startswith("| Shr fix 0.3 |"))
+    assert ">=2e+03 (1 t/o)" in line
+
+
+def test_bench_report_separates_full_partial_and_unreached_instances():
+    """A budget cut mid-instance leaves it out of the aggregates, not out of the report."""
+    from matchbench.bench import mcm_gpr
+
+    rows = [{"kind": "args", "phases": "['fig1']"}]
+    rows += [
+        {"kind": "instance", "instance": n, "family": "grid", "scale": s, "rcp": False}
+        | {"n_rows": 4, "n_edges": 8}
+        for n, s in (("full", 1), ("cut", 2), ("unreached", 3))
+    ]
+    cfgs = mcm_gpr.fig1_configs(with_default=True)
+    for i, (v, st, k) in enumerate(cfgs):
+        label = {"kind": "gpu", "algorithm": "gpr", "variant": v, "strategy": st, "k": k}
+        label["scan"] = "warp"
+        ok = {"status": "ok", "cardinality": 4, "t_solve_s": 1e-3 * (1 + i)}
+        ok["counters"] = dict.fromkeys(COUNTER_KEYS, 1)
+        rows += [{**label, "instance": "full", "rep": r, **ok} for r in (0, 1)]
+        if i < 3:
+            rows += [{**label, "instance": "cut", "rep": r, **ok} for r in (0, 1)]
+        else:
+            rows.append({**label, "instance": "cut", "rep": -1, "status": "not_run"})
+    R = mcm_gpr.Results(rows)
+    assert R.fig1_scan == "warp"
+    assert (R.fig1_names, R.fig1_full) == (["full", "cut"], ["full"])
+    assert R.sets(R.fig1_full) == {"all": ["full"], "grid O": ["full"]}
+    report = mcm_gpr.build_report(rows)
+    assert "(not reached: unreached)" in report and "(partial: cut)" in report
+    # The cut instance is in the per-instance table with its 3 certified configurations.
+    line = next(x for x in report.splitlines() if x.startswith("| cut |"))
+    assert line.endswith(f"| 3 | 0 | {len(cfgs) - 3} | 0 |")
+
+
+GPR_LABEL_SHORT = {"first": "First", "noshr": "NoShr", "shr": "Shr"}
+COUNTER_KEYS = (
+    "push_kernels",
+    "global_relabels",
+    "bfs_levels",
+    "shrinks",
+    "kernel_launches",
+    "graph_launches",
+    "host_syncs",
+)

@@ -3,22 +3,28 @@
 ::
 
     python -m matchbench.bench.mcm_gpr --out OUT [--max-scale 20] [--budget-s 300]
+    python -m matchbench.bench.mcm_gpr --out OUT --phases fig1 --scans warp --refs \
+        --only grid:20 kronecker:20 --order given
     python -m matchbench.bench.mcm_gpr --report OUT/results.jsonl [--md report.md]
 
 The seed-family suite (Kronecker logn 18-21, Delaunay n20-23, random geometric n20-23,
 grids 2^20-2^22, each original and RCP-permuted; ``--max-scale`` cuts it) is generated
 by a process pool. Every instance starts from the shared cheap matching (timed apart).
-On the GPU, in this order, while the time budget lasts:
+On the GPU, in this order, while the time budget lasts (``--phases`` picks either
+phase alone; instances go smallest first, or in the order of ``--only`` with
+``--order given``):
 
 1. Table I: G-PR with the paper's best configuration (G-PR-Shr, adaptive, 0.7) and
    the eight APFB/APsB variants (:mod:`matchbench.solvers.gpu.apfb`, when present), one
    warm-up and ``--reps`` timed runs each;
 2. Fig. 1: G-PR-First, G-PR-NoShr and G-PR-Shr under every (fix, k) and (adaptive, k),
-   k in 0.3, 0.5, 0.7, 1, 1.5, 2: one warm-up and ``--fig1-reps`` timed runs each, a
-   run bounded by ``--run-limit-s``.
+   k in 0.3, 0.5, 0.7, 1, 1.5, 2, with the first of ``--scans``: one warm-up and
+   ``--fig1-reps`` timed runs each, a run bounded by ``--run-limit-s``. The paper's
+   default configuration is measured here only when the Table I phase does not run.
 
-Meanwhile the CPU references (scipy HK, numba PR with k = 0.5, numba PFP) run in
-subprocesses with a time limit, so that one that runs too long is reported as ``>T s``.
+Meanwhile the CPU references (scipy HK, numba PR with k = 0.5, numba PFP; ``--refs``
+with no names: none) run in subprocesses with a time limit, so that one that runs too
+long is reported as ``>T s``.
 Every answer is checked by the König certificate (:meth:`MCM.verify`). Results are JSON
 lines, written as they come; ``--report`` turns them into the markdown tables of
 ``docs/benchmarks/mcm_gpr.md``.
@@ -27,6 +33,7 @@ lines, written as they come; ``--report`` turns them into the markdown tables of
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import itertools
 import math
@@ -64,6 +71,71 @@ PAPER_C2050 = {
     ("delaunay", 23): ("delaunay_n23", 0.81),
     ("delaunay", 24): ("delaunay_n24", 1.83),
 }
+
+
+PHASES = ("table", "fig1")
+ORDERS = ("size", "given")
+
+
+# -- plan ------------------------------------------------------------------------------
+
+
+def fig1_configs(with_default: bool) -> list[tuple[str, str, float]]:
+    """The Fig. 1 sweep's (variant, strategy, k), in the order they run.
+
+    Parameters
+    ----------
+    with_default : bool
+        Include the paper's default (G-PR-Shr, adaptive, 0.7). The Table I phase
+        measures it, so a run with both phases leaves it out of the sweep.
+
+    Returns
+    -------
+    list of tuple
+        Every variant under every (fix, k) and (adaptive, k) pair, 36 or 35 of them.
+
+    Notes
+    -----
+    Deveci et al., G-PR paper, Fig. 1: G-PR-First (Alg. 3 + 6), G-PR-NoShr and G-PR-Shr
+    (Alg. 7-9) under the GETITERGR strategies (Alg. 3 line 7), k in 0.3, 0.5, 0.7, 1,
+    1.5, 2.
+    """
+    return [
+        (v, s, k)
+        for v, (s, k) in itertools.product(GPR_VARIANTS, PAIRS)
+        if with_default or (v, s, k) != DEFAULT
+    ]
+
+
+def order_instances(
+    instances: list[dict[str, Any]], order: str, only: list[str]
+) -> list[dict[str, Any]]:
+    """The order in which the GPU phases visit the instances.
+
+    Parameters
+    ----------
+    instances : list of dict
+        Instance rows (``instance``, ``family``, ``scale``, ``rcp``, ``n_edges``).
+    order : {"size", "given"}
+        ``size``: fewest edges first, so that a budget cut loses the largest instances.
+        ``given``: the order of ``only`` (``FAMILY:SCALE`` entries), each original before
+        its RCP permutation, so that a run can put the instances it needs most first.
+    only : list of str
+        The ``--only`` entries; ``given`` requires them.
+
+    Returns
+    -------
+    list of dict
+        The same rows, reordered.
+    """
+    if order == "size":
+        return sorted(instances, key=lambda r: (r["n_edges"], r["instance"]))
+    if order != "given":
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    if not only:
+        raise ValueError("--order given needs --only FAMILY:SCALE ...")
+    rank = {key: i for i, key in reversed(list(enumerate(only)))}  # first mention wins
+    return sorted(instances, key=lambda r: (rank[f"{r['family']}:{r['scale']}"], r["rcp"]))
 
 
 # -- GPU -------------------------------------------------------------------------------
@@ -133,14 +205,21 @@ def bench_config(
 def bench_instance(
     inst: dict[str, Any], phase: str, args: argparse.Namespace, sink, deadline: float
 ) -> None:
+    """Phase ``phase`` (``table`` or ``fig1``) of the GPU benchmark on one instance.
+
+    ``args.phases`` lists the phases of the run in their order: the first records the
+    cheap matching's ``init`` row, and the Fig. 1 phase measures the paper's default
+    configuration only when there is no Table I phase. Configurations that the
+    ``deadline`` leaves no time for get ``not_run`` rows.
+    """
     from matchbench.problems.mcm import MCM
     from matchbench.solvers.gpu.gpr import GPR
 
     g = common.load_graph(inst["path"])
     problem = MCM()
     base = {k: inst[k] for k in ("instance", "family", "scale", "rcp")}
-    # Both phases compute the cheap matching; the Table I phase records it.
-    init = common.initialize(problem, g, base, sink if phase == "table" else None)
+    # Every phase computes the cheap matching; the run's first phase records it.
+    init = common.initialize(problem, g, base, sink if phase == args.phases[0] else None)
     if phase == "table":
         v, s, k = DEFAULT
         for scan in args.scans:
@@ -167,9 +246,7 @@ def bench_instance(
                     sink,
                 )
     else:
-        for variant, (strategy, k) in itertools.product(GPR_VARIANTS, PAIRS):
-            if (variant, strategy, k) == DEFAULT:
-                continue  # measured in the Table I phase
+        for variant, strategy, k in fig1_configs(with_default="table" not in args.phases):
             if time.time() > deadline:
                 sink(
                     {
@@ -179,6 +256,7 @@ def bench_instance(
                         "variant": variant,
                         "strategy": strategy,
                         "k": k,
+                        "scan": args.scans[0],
                         "rep": -1,
                         "status": "not_run",
                     }
@@ -233,7 +311,8 @@ def run_suite(args: argparse.Namespace) -> int:
                 sink({"kind": "instance", **{k: v for k, v in r.items() if k != "path"}})
                 instances.append(r)
             say(f"generated {rows[0]['instance']} ({rows[0]['n_edges']} edges)")
-    instances.sort(key=lambda r: (r["n_edges"], r["instance"]))
+    instances = order_instances(instances, args.order, args.only)
+    say("GPU order: " + " ".join(r["instance"] for r in instances))
 
     refs = None
     if args.refs:
@@ -249,14 +328,28 @@ def run_suite(args: argparse.Namespace) -> int:
         sink(common.device_row())
     except Exception as exc:  # no GPU: the GPU rows will say why
         say(f"no device information: {exc}")
-    table_deadline = t_start + args.budget_s * args.table_share
-    for phase, end in (("table", table_deadline), ("fig1", deadline)):
+    # With both phases, Table I must end by its share of the budget; a phase run alone
+    # has the whole budget.
+    ends = {"table": deadline, "fig1": deadline}
+    if len(args.phases) == 2:
+        ends["table"] = t_start + args.budget_s * args.table_share
+    tally: collections.Counter = collections.Counter()
+
+    def counting_sink(row: dict[str, Any]) -> None:
+        if row.get("kind") == "gpu":
+            tally[row.get("status")] += 1
+        sink(row)
+
+    for phase in args.phases:
         for inst in instances:
-            if time.time() > end:
+            if time.time() > ends[phase]:
                 say(f"{phase}: budget spent before {inst['instance']}")
                 continue
-            bench_instance(inst, phase, args, sink, end)
-            say(f"{phase} done {inst['instance']}")
+            tally.clear()
+            t0 = time.time()
+            bench_instance(inst, phase, args, counting_sink, ends[phase])
+            runs = ", ".join(f"{k} {v}" for k, v in sorted(tally.items(), key=str))
+            say(f"{phase} done {inst['instance']} in {time.time() - t0:.1f} s (runs: {runs})")
     if refs is not None:
         refs.wait()
     rows = common.write_report(results, build_report, summary)
@@ -275,12 +368,24 @@ def _ms(t: float | None) -> str:
     return "-" if t is None or not math.isfinite(t) else f"{t * 1e3:.3g}"
 
 
+def _phases(args_row: dict[str, Any]) -> tuple[str, ...]:
+    """The GPU phases a run made, from its ``args`` row (written with ``str`` values).
+
+    Rows of runs made before ``--phases`` existed ran both.
+    """
+    text = args_row.get("phases")
+    if text is None:
+        return PHASES
+    return tuple(x for x in PHASES if f"'{x}'" in text)
+
+
 class Results:
     """Benchmark rows indexed for the report."""
 
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         self.device = next((r for r in rows if r["kind"] == "device"), {})
         self.args = next((r for r in rows if r["kind"] == "args"), {})
+        self.phases = _phases(self.args)
         self.instances = {r["instance"]: r for r in rows if r["kind"] == "instance"}
         self.init = {r["instance"]: r for r in rows if r["kind"] == "init"}
         self.runs: dict[tuple, list[dict[str, Any]]] = {}
@@ -295,6 +400,32 @@ class Results:
         self.refs = {(r["instance"], r["solver"]): r for r in rows if r["kind"] == "ref"}
         order = sorted(self.instances.values(), key=lambda r: (r["family"], r["scale"], r["rcp"]))
         self.names = [r["instance"] for r in order]
+        # The Fig. 1 sweep's scan: that of a run whose (variant, strategy, k) is not the
+        # default's (the Table I phase runs the default under every scan).
+        self.fig1_scan = next(
+            (k[1][4] for k in self.runs if k[1][0] == "gpr" and k[1][1:4] != DEFAULT), "thread"
+        )
+        self.fig1_cfgs = [("gpr", v, s, float(k), self.fig1_scan) for v, s, k in fig1_configs(True)]
+        # Instances the Fig. 1 phase reached: some sweep configuration other than the
+        # default ran there (rather than being cut by the budget).
+        self.fig1_names = [
+            n
+            for n in self.names
+            if any(
+                r.get("status") != "not_run"
+                for c in self.fig1_cfgs
+                if c[1:4] != DEFAULT
+                for r in self.runs.get((n, c), [])
+            )
+        ]
+        # Of those, the ones with the full sweep: every configuration certified or
+        # stopped at the limit. The aggregates use these alone, so that a budget cut
+        # in the middle of an instance leaves no cell over fewer instances than another.
+        self.fig1_full = [
+            n
+            for n in self.fig1_names
+            if all(self.t_bound(n, c)[0] is not None for c in self.fig1_cfgs)
+        ]
 
     @staticmethod
     def config(r: dict[str, Any]) -> tuple:
@@ -311,6 +442,19 @@ class Results:
         timed = [r["t_solve_s"] for r in runs if r["rep"] >= 1]
         return statistics.median(timed) if timed else None
 
+    def t_bound(self, inst: str, cfg: tuple) -> tuple[float | None, bool]:
+        """``(t, bound)``: the median solve, or, for a run stopped at the per-run limit,
+        that limit as a lower bound (``bound`` true); ``(None, False)`` otherwise."""
+        t = self.t(inst, cfg)
+        if t is not None:
+            return t, False
+        runs = self.runs.get((inst, cfg), [])
+        stops = [r.get("limit_s") for r in runs if r.get("status") == "timeout"]
+        others = [r for r in runs if r.get("status") not in ("ok", "timeout")]
+        if stops and not others and all(s is not None for s in stops):
+            return float(max(stops)), True
+        return None, False
+
     def status(self, inst: str, cfg: tuple) -> str:
         runs = self.runs.get((inst, cfg), [])
         if not runs:
@@ -325,9 +469,11 @@ class Results:
     def ref(self, inst: str, name: str) -> tuple[float | None, str]:
         return common.ref_time(self.refs, inst, name, _s)
 
-    def sets(self) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {"all": list(self.names)}
-        for n in self.names:
+    def sets(self, names: list[str] | None = None) -> dict[str, list[str]]:
+        """``all`` and one set per family and ordering (``O`` or ``RCP``) of ``names``."""
+        names = self.names if names is None else names
+        out: dict[str, list[str]] = {"all": list(names)}
+        for n in names:
             r = self.instances[n]
             out.setdefault(f"{r['family']} {'RCP' if r['rcp'] else 'O'}", []).append(n)
         return out
@@ -335,6 +481,15 @@ class Results:
     def geo(self, insts: list[str], cfg: tuple) -> float | None:
         ts = [self.t(n, cfg) for n in insts]
         return common.geomean(ts) if ts and all(t is not None for t in ts) else None
+
+    def geo_bound(self, insts: list[str], cfg: tuple) -> tuple[float | None, int]:
+        """Geometric mean with each run stopped at the limit counted as the limit (a lower
+        bound when the count of such instances, also returned, is not 0); None when some
+        instance has no time and no limit (not run, failed)."""
+        tb = [self.t_bound(n, cfg) for n in insts]
+        if not tb or any(t is None for t, _ in tb):
+            return None, 0
+        return common.geomean(t for t, _ in tb), sum(b for _, b in tb)
 
     def best_apfb(self) -> tuple | None:
         scores = {}
@@ -354,6 +509,11 @@ def _label(cfg: tuple) -> str:
     return f"{alg.upper().replace('APSB', 'APsB')}-{kind}-{thr.upper()}"
 
 
+def _short(cfg: tuple) -> str:
+    """``Shr adaptive 0.7``: a G-PR configuration without its scan."""
+    return f"{GPR_LABEL[cfg[1]].removeprefix('G-PR-')} {cfg[2]} {cfg[3]:g}"
+
+
 def _cell(R: Results, n: str, cfg: tuple | None) -> str:
     if cfg is None:
         return "-"
@@ -361,41 +521,24 @@ def _cell(R: Results, n: str, cfg: tuple | None) -> str:
     return _ms(t) if t is not None else R.status(n, cfg)
 
 
+def _geo_cell(R: Results, insts: list[str], cfg: tuple) -> str:
+    """Geometric mean over ``insts``; ``>=x (j t/o)`` when j runs stopped at the limit
+    (counted as the limit); ``x (i/N)`` over the i certified ones when others did not run."""
+    g, stopped = R.geo_bound(insts, cfg)
+    if g is not None:
+        return _ms(g) if not stopped else f">={_ms(g)} ({stopped} t/o)"
+    done = [n for n in insts if R.t(n, cfg) is not None]
+    return f"{_ms(R.geo(done, cfg))} ({len(done)}/{len(insts)})" if done else "-"
+
+
 def _ratio(a: float | None, b: float | None) -> str:
     return f"{a / b:.2f}x" if (a and b and math.isfinite(a)) else "-"
 
 
-def build_report(rows: list[dict[str, Any]]) -> str:
-    """The tables of ``docs/benchmarks/mcm_gpr.md`` from benchmark rows."""
-    R = Results(rows)
-    d = R.device
+def _table1(R: Results) -> str:
     default = ("gpr", *DEFAULT, "thread")
     default_warp = ("gpr", *DEFAULT, "warp")
     have_warp = any(k[1] == default_warp for k in R.runs)
-    # The Fig. 1 sweep's scan: that of a run whose (variant, strategy, k) is not the
-    # default's (the Table I phase runs the default under every scan).
-    fig1_scan = next(
-        (k[1][4] for k in R.runs if k[1][0] == "gpr" and k[1][1:4] != default[1:4]), "thread"
-    )
-    parts = [
-        f"GPU: {d.get('gpu_model', '?')} (CUDA runtime {d.get('cuda_runtime_version', '?')}, "
-        f"driver {d.get('cuda_driver_version', '?')}, CuPy {d.get('cupy_version', '?')}). "
-        f"CPU: {d.get('cpu_model', '?')}, {d.get('cpu_count', '?')} logical cores.\n"
-    ]
-    n_runs = sum(len(v) for v in R.runs.values())
-    count = {k: 0 for k in ("ok", "timeout", "not_run")}
-    for v in R.runs.values():
-        for r in v:
-            if r.get("status") in count:
-                count[r["status"]] += 1
-    bad = "; ".join(f"{r['instance']} {_label(R.config(r))}: {r.get('reason')}" for r in R.bad[:10])
-    parts.append(
-        f"\nGPU runs: {n_runs}; certified by the König certificate: {count['ok']}; wrong or "
-        f"failed: {len(R.bad)}{': ' + bad if bad else ''}; stopped at the per-run time "
-        f"limit: {count['timeout']}; not run (budget): {count['not_run']}.\n"
-    )
-
-    # Table I analogue.
     best = R.best_apfb()
     header = ["instance", "rows", "edges", "IM", "MM", "G-PR (ms)"]
     header += ["G-PR warp scan (ms)"] if have_warp else []
@@ -438,7 +581,7 @@ def build_report(rows: list[dict[str, Any]]) -> str:
     foot = ["geomean", "", "", "", "", _ms(gm_g)] + ([_ms(gm_w)] if have_warp else [])
     foot += [_ms(gm_a), "", "", "", _ratio(gm_a, gm_g), ""]
     body.append(foot)
-    parts.append(
+    return (
         "\n### Table I analogue: solve times after the cheap matching\n\n"
         "G-PR = G-PR-Shr (adaptive, 0.7), the paper's choice, with its thread-per-vertex "
         "mapping; the APFB/APsB column is the variant with the lowest geometric mean over "
@@ -449,47 +592,113 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         "cardinality.\n\n" + common.md_table(header, body)
     )
 
-    # Fig. 1 analogue.
+
+def _fig1(R: Results) -> str:
+    names = R.fig1_names
+    missed = [n for n in R.names if n not in names]
+    partial = [n for n in names if n not in R.fig1_full]
+    parts = [
+        f"\n### Fig. 1 analogue ({R.fig1_scan} scan)\n\n"
+        f"Instances the sweep reached: {len(names)} of {len(R.names)}"
+        + (f" (not reached: {', '.join(missed)})" if missed else "")
+        + f"; with the full sweep (every configuration certified or stopped at the "
+        f"per-run limit): {len(R.fig1_full)}"
+        + (f" (partial: {', '.join(partial)})" if partial else "")
+        + ". The aggregate tables are over the instances with the full sweep. Cells: "
+        "geometric mean of the solve times (ms); `>=x (j t/o)`: j runs were stopped at "
+        "the per-run limit and count as the limit, so x is a lower bound; `x (i/N)`: over "
+        "the i certified instances only (the others failed), not comparable with full "
+        "cells.\n"
+    ]
+    default = ("gpr", *DEFAULT, R.fig1_scan)
+    header = ["instance", "rows", "edges", "IM", "MM", "Shr adaptive 0.7 (ms)", "fastest (ms)"]
+    header += ["certified", "t/o", "not run", "wrong or failed"]
+    body = []
+    for n in names:
+        inst = R.instances[n]
+        times = {c: t for c in R.fig1_cfgs if (t := R.t(n, c)) is not None}
+        cards = {
+            int(r["cardinality"])
+            for c in R.fig1_cfgs
+            for r in R.runs.get((n, c), [])
+            if r.get("status") == "ok"
+        }
+        st = [R.status(n, c) for c in R.fig1_cfgs]
+        fast = min(times, key=times.get) if times else None
+        body.append(
+            [
+                n,
+                inst["n_rows"],
+                inst["n_edges"],
+                R.init.get(n, {}).get("init_cardinality", "-"),
+                "/".join(map(str, sorted(cards))) or "-",
+                _cell(R, n, default),
+                f"{_short(fast)}: {_ms(times[fast])}" if fast else "-",
+                st.count("ok"),
+                st.count("timeout"),
+                st.count("not run") + st.count("not_run"),
+                sum(s in ("wrong", "error") for s in st),
+            ]
+        )
+    parts.append(
+        "\n#### Instances\n\n"
+        "Per instance, over the sweep's configurations: IM / MM, the initial (cheap) and the "
+        "certified maximum cardinality; the fastest configuration; how many configurations "
+        "were certified, stopped at the limit, not run, wrong or failed.\n\n"
+        + common.md_table(header, body)
+    )
+
     header = ["strategy", "k"] + [GPR_LABEL[v] for v in GPR_VARIANTS]
     body = []
     for strategy, k in PAIRS:
-        cells = []
-        for v in GPR_VARIANTS:
-            cfg = ("gpr", v, strategy, float(k), fig1_scan)
-            done = [n for n in R.names if R.t(n, cfg) is not None]
-            g = R.geo(done, cfg)
-            if g is None:
-                cells.append("-")
-            elif len(done) == len(R.names):
-                cells.append(_ms(g))
-            else:
-                cells.append(f"{_ms(g)} ({len(done)}/{len(R.names)})")
+        cells = [
+            _geo_cell(R, R.fig1_full, ("gpr", v, strategy, float(k), R.fig1_scan))
+            for v in GPR_VARIANTS
+        ]
         body.append([strategy, f"{k:g}"] + cells)
     parts.append(
-        "\n### Fig. 1 analogue: geometric mean solve time (ms)\n\n"
-        "Over all instances; `(i/N)`: over the i instances where the configuration ran and "
-        "was certified (the others: not run for lack of time, or stopped at the per-run "
-        "limit), so such cells are not comparable with full ones.\n\n"
-        + common.md_table(header, body)
-    )
-    header = ["set", "#"] + [
-        f"{GPR_LABEL[v]} {s} {k:g}"
-        for v in GPR_VARIANTS
-        for s, k in (("adaptive", 0.7), ("adaptive", 0.3))
-    ]
-    body = []
-    for name, insts in R.sets().items():
-        cells = []
-        for v in GPR_VARIANTS:
-            for s_, k in (("adaptive", 0.7), ("adaptive", 0.3)):
-                g = R.geo(insts, ("gpr", v, s_, k, fig1_scan))
-                cells.append(_ms(g) if g is not None else "-")
-        body.append([name, len(insts)] + cells)
-    parts.append(
-        "\n### Per set: geometric mean solve time (ms)\n\n" + common.md_table(header, body)
+        "\n#### Over all instances with the full sweep\n\n" + common.md_table(header, body)
     )
 
-    # Counters of the default configuration.
+    sets = R.sets(R.fig1_full)
+    header = ["configuration"] + [f"{s} ({len(v)})" for s, v in sets.items()]
+    body = [[_short(c)] + [_geo_cell(R, v, c) for v in sets.values()] for c in R.fig1_cfgs]
+    parts.append("\n#### Per set\n\n" + common.md_table(header, body))
+
+    # Best configurations per set, and where the paper's default ranks among the
+    # configurations with a full (certified everywhere) result on the set.
+    header = ["set", "#", "best", *(f"best {GPR_LABEL[v]}" for v in GPR_VARIANTS)]
+    header += ["Shr adaptive 0.7", "its rank", "configs with t/o"]
+    body = []
+    for name, insts in sets.items():
+        full = {c: g for c in R.fig1_cfgs if (g := R.geo(insts, c)) is not None}
+        stopped = sum(1 for c in R.fig1_cfgs if R.geo_bound(insts, c)[1])
+
+        def best(cfgs, full=full) -> str:
+            cs = [c for c in cfgs if c in full]
+            if not cs:
+                return "-"
+            c = min(cs, key=full.get)
+            return f"{_short(c)}: {_ms(full[c])}"
+
+        row = [name, len(insts), best(R.fig1_cfgs)]
+        row += [best([c for c in R.fig1_cfgs if c[1] == v]) for v in GPR_VARIANTS]
+        if default in full:
+            rank = 1 + sum(1 for g in full.values() if g < full[default])
+            row += [_ms(full[default]), f"{rank}/{len(full)}"]
+        else:
+            row += [_geo_cell(R, insts, default), "-"]
+        body.append(row + [stopped])
+    parts.append(
+        "\n#### Best configuration per set\n\n"
+        "Among the configurations certified on every instance of the set; the rank of "
+        "the paper's default counts those with a lower geometric mean (1 = best), out of "
+        "the configurations with a full result.\n\n" + common.md_table(header, body)
+    )
+    return "".join(parts)
+
+
+def _counters(R: Results, cfg: tuple) -> str:
     header = [
         "instance",
         "push kernels",
@@ -503,7 +712,7 @@ def build_report(rows: list[dict[str, Any]]) -> str:
     ]
     body = []
     for n in R.names:
-        r = R.last(n, default)
+        r = R.last(n, cfg)
         if r is None or r.get("status") != "ok":
             continue
         c = r["counters"]
@@ -514,14 +723,19 @@ def build_report(rows: list[dict[str, Any]]) -> str:
             + [c[k] for k in ("kernel_launches", "graph_launches", "host_syncs")]
             + [f"{share:.0%}"]
         )
-    parts.append(
-        "\n### G-PR-Shr (adaptive, 0.7): counters of the last timed run\n\n"
+    return (
+        f"\n### {_label(cfg)}: counters of the last timed run\n\n"
         "Relabel share: device time from the start of each global relabel to the host's "
         "read of its end (the shrink iteration and waits for the host included), over the "
         "solve time.\n\n" + common.md_table(header, body)
     )
 
-    # Targets.
+
+def _targets(R: Results) -> str:
+    default = ("gpr", *DEFAULT, "thread")
+    best = R.best_apfb()
+    gm_g = R.geo(R.names, default)
+    gm_a = R.geo(R.names, best) if best else None
     pr_ratios = []
     for n in R.names:
         tg, tpr = R.t(n, default), R.ref(n, "pr")[0]
@@ -558,7 +772,45 @@ def build_report(rows: list[dict[str, Any]]) -> str:
         + ("; ".join(paper) if paper else "no instance of a size the paper reports")
         + " (target >= 10x).\n"
     )
-    parts += lines
+    return "".join(lines)
+
+
+def build_report(rows: list[dict[str, Any]]) -> str:
+    """The tables of ``docs/benchmarks/mcm_gpr.md`` from benchmark rows.
+
+    The Table I analogue, its counters and the targets appear when the run had the
+    Table I phase; the Fig. 1 tables when it had the Fig. 1 phase; a Fig. 1-only run
+    gives the counters of the default configuration under the sweep's scan instead.
+    """
+    R = Results(rows)
+    d = R.device
+    parts = [
+        f"GPU: {d.get('gpu_model', '?')} (CUDA runtime {d.get('cuda_runtime_version', '?')}, "
+        f"driver {d.get('cuda_driver_version', '?')}, CuPy {d.get('cupy_version', '?')}). "
+        f"CPU: {d.get('cpu_model', '?')}, {d.get('cpu_count', '?')} logical cores. "
+        f"Phases: {', '.join(R.phases)}.\n"
+    ]
+    n_runs = sum(len(v) for v in R.runs.values())
+    count = {k: 0 for k in ("ok", "timeout", "not_run")}
+    for v in R.runs.values():
+        for r in v:
+            if r.get("status") in count:
+                count[r["status"]] += 1
+    bad = "; ".join(f"{r['instance']} {_label(R.config(r))}: {r.get('reason')}" for r in R.bad[:10])
+    parts.append(
+        f"\nGPU runs: {n_runs}; certified by the König certificate: {count['ok']}; wrong or "
+        f"failed: {len(R.bad)}{': ' + bad if bad else ''}; stopped at the per-run time "
+        f"limit: {count['timeout']}; not run (budget): {count['not_run']}.\n"
+    )
+    if "table" in R.phases:
+        parts.append(_table1(R))
+    if "fig1" in R.phases:
+        parts.append(_fig1(R))
+    if "table" in R.phases:
+        parts.append(_counters(R, ("gpr", *DEFAULT, "thread")))
+        parts.append(_targets(R))
+    else:
+        parts.append(_counters(R, ("gpr", *DEFAULT, R.fig1_scan)))
     return "".join(parts)
 
 
@@ -566,15 +818,19 @@ def summary(rows: list[dict[str, Any]]) -> str:
     """A short table for the end of the console output."""
     R = Results(rows)
     best = R.best_apfb()
-    cfgs = [("gpr", *DEFAULT, "thread"), ("gpr", *DEFAULT, "warp")]
-    cfgs += [("gpr", v, "adaptive", 0.7, "thread") for v in ("first", "noshr")]
+    cfgs = [("gpr", *DEFAULT, scan) for scan in ("thread", "warp")]
+    cfgs = [c for c in cfgs if any(k[1] == c for k in R.runs)]
+    if "fig1" in R.phases:
+        cfgs += [("gpr", v, "adaptive", 0.7, R.fig1_scan) for v in ("first", "noshr")]
     cfgs += [best] if best else []
     head = f"{'instance':24s} " + " ".join(f"{_label(c)[:22]:>22s}" for c in cfgs)
-    lines = [head + f" {'PR':>9s} {'scipy':>9s}"]
+    lines = [head + f" {'PR':>9s} {'scipy':>9s} {'fig1 ok/t.o./not run':>21s}"]
     for n in R.names:
         cells = " ".join(f"{_cell(R, n, c):>22s}" for c in cfgs)
         refs = f" {R.ref(n, 'pr')[1]:>9s} {R.ref(n, 'scipy_hk')[1]:>9s}"
-        lines.append(f"{n:24s} {cells}{refs}")
+        st = [R.status(n, c) for c in R.fig1_cfgs]
+        fig1 = f"{st.count('ok')}/{st.count('timeout')}/{len(st) - st.count('ok') - st.count('timeout')}"
+        lines.append(f"{n:24s} {cells}{refs} {fig1:>21s}")
     lines.append(f"GPU runs not certified or failed: {len(R.bad)}")
     return "\n".join(lines)
 
@@ -607,6 +863,19 @@ def main(argv: list[str] | None = None) -> int:
         default=0.5,
         help="share of the budget by which the Table I phase must end",
     )
+    p.add_argument(
+        "--phases",
+        nargs="+",
+        choices=PHASES,
+        default=list(PHASES),
+        help="GPU phases to run (always in the order table, fig1)",
+    )
+    p.add_argument(
+        "--order",
+        choices=ORDERS,
+        default="size",
+        help="instance order of the GPU phases: fewest edges first, or that of --only",
+    )
     p.add_argument("--no-apfb", dest="apfb", action="store_false")
     p.add_argument(
         "--scans",
@@ -623,6 +892,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ref-job", nargs=2, metavar=("PATH", "SOLVER"))
     p.add_argument("--ref-warmup", action="store_true")
     args = p.parse_args(argv)
+    args.phases = [x for x in PHASES if x in args.phases]
+    if args.order == "given" and not args.only and not args.report:
+        p.error("--order given needs --only FAMILY:SCALE ...")
     # The reference children run every solver (no skip check) and report its counters.
     status = common.run_other_modes(
         args,
