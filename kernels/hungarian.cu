@@ -4,7 +4,10 @@
 // Parallel Computing 2016. "Alg. N" below is that paper's Algorithm N; "Sec." its sections.
 // The host driver is matchbench/solvers/gpu/hungarian.py; it keeps the control flow of
 // Sec. 3.2 (each step one or more kernels, the host coordinating between them), reading
-// device flags only where it must decide what runs next.
+// device flags only where it must decide what runs next. CU-TREE also has a persistent
+// form (hungarian_tree_persistent, at the end): the same steps in one launch, separated
+// by grid-wide barriers instead of kernel boundaries and host reads. The steps both forms
+// share are the __device__ functions below, so the two cannot drift apart.
 //
 // Conventions. C is a row-major block of the cost matrix with leading dimension `ld`
 // (its number of columns). Assignment arrays Ar/Ac, predecessor Pr/Pc and successor
@@ -50,6 +53,25 @@ typedef double dual_t;
 #define HUNG_NCOMP 3  // size of the last compacted array (F_rev, F_aug)
 #define HUNG_ERR 4    // 1: a dual update found no uncovered column (no finite theta)
 #define HUNG_DONE 5   // blocks of a fused expansion that have finished (see "Fused contraction")
+// Persistent kernel only:
+#define HUNG_BAR 6     // grid barrier word (see hungarian_grid_sync)
+#define HUNG_ABORT 7   // set by a block whose barrier wait timed out; the others then leave
+#define HUNG_CNT 8     // HUNG_CNT + 0..2: sizes of the rotating frontiers
+#define HUNG_LEVELS 11 // counters written at the end: BFS levels, phases, dual updates,
+#define HUNG_PHASES 12 //   the assigned rows after the initial reduction, grid barriers
+#define HUNG_DUALS 13
+#define HUNG_INIT 14
+#define HUNG_SYNCS 15
+#define HUNG_NCTRL 16
+
+// HUNG_ERR codes (0: none).
+#define HUNG_E_THETA 1    // a dual update found no finite theta
+#define HUNG_E_PHASES 2   // more phases than n + 1 (no augmentation progress)
+#define HUNG_E_DUALS 3    // more dual updates than (n + 1) per phase
+#define HUNG_E_LEVELS 4   // a phase ran past 2n + 2 BFS levels (at most 2n + 1 are possible)
+#define HUNG_E_WALK 5     // a reverse or augmentation walk ran past n + 1 steps or off the tree
+#define HUNG_E_BARRIER 6  // a grid barrier wait timed out (the grid was not co-resident)
+#define HUNG_E_FRONTIER 7 // a frontier outgrew its n entries
 
 #define HUNG_SCAN_THREADS 1024  // block size of the single-block kernels
 
@@ -148,24 +170,43 @@ extern "C" __global__ void hungarian_col_min(const cost_t* __restrict__ C, int r
 // ---------------------------------------------------------------------------------------
 // Optimality check and resets (Sec. 4.2)
 
+// Date & Nagi 2016, Alg. 2 (optimality check) and the row resets of Sec. 4.2 for row i: an
+// assigned row is covered (V_r = 1); P_r, S_r and the "augment" mark are cleared, and S_c
+// of column i too (n rows = n columns). Returns whether row i is assigned. A_r is read
+// through L2: in the persistent kernel other blocks wrote it in the same launch.
+__device__ __forceinline__ bool hungarian_reset_row(int i, const int* Ar, char* Vr, int* Pr,
+                                                    int* Sr, int* Sc, char* aug) {
+  const bool matched = __ldcg(&Ar[i]) != -1;
+  Vr[i] = (char)matched;
+  Pr[i] = -1;
+  Sr[i] = -1;
+  Sc[i] = -1;
+  aug[i] = 0;
+  return matched;
+}
+
+// Sec. 4.2, column part, for one column: uncovered, no predecessor, no "reverse" mark, and
+// (alternating tree variant) no slack yet. The pointers may be global or shared memory.
+__device__ __forceinline__ void hungarian_reset_col(char* vc, int* pc, char* rev,
+                                                    dual_t* slack) {
+  *vc = 0;
+  *pc = -1;
+  *rev = 0;
+  *slack = (dual_t)HUNG_INF;
+}
+
 // Date & Nagi 2016, Alg. 2 (optimality check kernel) with the resets of Sec. 4.2: an
-// assigned row is covered (V_r = 1) and counted; P_r, S_r and the row flags are cleared.
-// S_c (global, on the root) is cleared here too (n rows = n columns). In the alternating
-// tree variant the unassigned rows become "active": the first frontier (Sec. 4.3.1).
+// assigned row is covered and counted; the row flags are cleared. In the alternating tree
+// variant the unassigned rows become "active": the first frontier (Sec. 4.3.1).
 extern "C" __global__ void hungarian_reset_rows(int n, const int* __restrict__ Ar, char* Vr,
                                            int* Pr, int* Sr, int* Sc, char* active,
                                            char* visited, char* aug, int tree, int* ctrl) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   int matched = 0;
   if (i < n) {
-    matched = Ar[i] != -1;
-    Vr[i] = (char)matched;
-    Pr[i] = -1;
-    Sr[i] = -1;
-    Sc[i] = -1;
+    matched = hungarian_reset_row(i, Ar, Vr, Pr, Sr, Sc, aug);
     active[i] = (char)(tree && !matched);
     visited[i] = 0;
-    aug[i] = 0;
   }
   // One atomic per block instead of one per assigned row (Alg. 2's "atomic add").
   const int count = __syncthreads_count(matched);
@@ -178,10 +219,7 @@ extern "C" __global__ void hungarian_reset_cols(int ncols, char* Vc, int* Pc, ch
                                            dual_t* slack) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= ncols) return;
-  Vc[j] = 0;
-  Pc[j] = -1;
-  rev[j] = 0;
-  slack[j] = (dual_t)HUNG_INF;
+  hungarian_reset_col(&Vc[j], &Pc[j], &rev[j], &slack[j]);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -234,16 +272,69 @@ __device__ bool hungarian_last_block(int* ctrl, int tid) {
 // ---------------------------------------------------------------------------------------
 // Alternating tree variant (CU-TREE)
 
+// Date & Nagi 2016, Alg. 4 lines 4-6, the merge of a column's 8 row lanes: each lane holds
+// the least slack over its share of F_in and that entry's frontier position; the least
+// slack wins and, among equals, the earliest position, which is what Alg. 4's sequential
+// scan of F_in (strict ">") keeps. `mins` and `pos` point at lane 0 and step by `stride`.
+// Returns the winning lane.
+__device__ __forceinline__ int hungarian_lane_argmin(const dual_t* mins, const int* pos,
+                                                     int stride) {
+  int w = 0;
+  dual_t b = mins[0];
+  int p = pos[0];
+  for (int t = 1; t < 8; ++t) {
+    const dual_t x = mins[t * stride];
+    const int q = pos[t * stride];
+    if (x < b || (x == b && q < p)) {
+      b = x;
+      p = q;
+      w = t;
+    }
+  }
+  return w;
+}
+
+// Date & Nagi 2016, Alg. 4 lines 4-16 for one uncovered column `col` whose least slack
+// over the frontier is `best`, reached from frontier row `row`: lower the column's slack
+// and predecessor (lines 4-6); at zero slack (line 9) cover the column and extend the tree
+// through its assigned row `ac` (lines 10-14, returned), or, unassigned, mark it "reverse"
+// (line 16; returns -1). The column's state (slack, pc, vc, rev) may sit in global or
+// shared memory; `pc_mirror`, when given, is a global copy of P_c kept for the reverse
+// pass. Benign race: every writer of ctrl[HUNG_REV] stores 1.
+__device__ __forceinline__ int hungarian_tree_visit(dual_t best, int row, dual_t eps, int col,
+                                                    dual_t* slack, int* pc, int* pc_mirror,
+                                                    char* vc, int ac, int* Pr, char* Vr,
+                                                    char* rev, int* ctrl) {
+  dual_t sl = *slack;
+  if (sl > best) {  // Alg. 4 lines 4-6
+    sl = best;
+    *slack = sl;
+    *pc = row;
+    if (pc_mirror) *pc_mirror = row;
+  }
+  if (sl > eps) return -1;  // line 9: not a zero-slack column
+  if (ac != -1) {           // lines 10-14: extend the tree through the column's row
+    Pr[ac] = col;
+    Vr[ac] = 0;
+    *vc = 1;
+    return ac;
+  }
+  *rev = 1;  // line 16: an unassigned column ends an augmenting path
+  ctrl[HUNG_REV] = 1;
+  return -1;
+}
+
 // Date & Nagi 2016, Alg. 4 (forward pass expansion kernel, alternating tree variant): one
 // thread per column j of this block of columns (global index col0 + j). For an uncovered
 // column, slack[j] and P_c[j] take the least C[i, j] - u[i] - v[j] over the frontier
 // (Alg. 4 lines 4-6, strict ">" so the first frontier row in F_in order wins ties); a
 // zero-slack column (line 9) is covered and makes its assigned row active (lines 10-14)
-// or, unassigned, is marked "reverse" (line 16). With `fuse`, the new rows go to per-block
-// lists (blk_rows, blk_cnt) from which the last block builds the next F_in (see "Fused
-// contraction"); F_in is then in the order of the columns that reached the rows. Block (32, 8): each column's scan
-// of F_in is split over 8 row lanes (F_in[y], F_in[y + 8], ...) whose minima are merged
-// by frontier position, which gives Alg. 4's sequential result with 8x the warps.
+// or, unassigned, is marked "reverse" (line 16); see hungarian_tree_visit. With `fuse`,
+// the new rows go to per-block lists (blk_rows, blk_cnt) from which the last block builds
+// the next F_in (see "Fused contraction"); F_in is then in the order of the columns that
+// reached the rows. Block (32, 8): each column's scan of F_in is split over 8 row lanes
+// (F_in[y], F_in[y + 8], ...) whose minima are merged by frontier position
+// (hungarian_lane_argmin), which gives Alg. 4's sequential result with 8x the warps.
 // No race: P_r, V_r and `active` of row Ac[j] are written by column j's thread alone
 // (a row is assigned to one column), and columns are split across devices.
 extern "C" __global__ void hungarian_tree_expand(
@@ -258,8 +349,8 @@ extern "C" __global__ void hungarian_tree_expand(
   const bool live = j < ncols && !Vc[j];  // Alg. 4 line 2: uncovered columns only
   dual_t best = (dual_t)HUNG_INF;
   int pos = 0x7fffffff;
+  const int nf = *nf_ptr;
   if (live) {
-    const int nf = *nf_ptr;
     const dual_t vj = v[j];
     const cost_t* Cj = C + j;
 #pragma unroll 4
@@ -277,33 +368,13 @@ extern "C" __global__ void hungarian_tree_expand(
   __syncthreads();
   int reached = -1;  // the row this column adds to the next frontier
   if (ty == 0 && live) {
-    for (int t = 1; t < 8; ++t) {
-      const dual_t b = s_min[t][tx];
-      const int p = s_pos[t][tx];
-      if (b < best || (b == best && p < pos)) {
-        best = b;
-        pos = p;
-      }
-    }
-    dual_t sl = slack[j];
-    if (sl > best) {  // Alg. 4 lines 4-6
-      sl = best;
-      slack[j] = sl;
-      Pc[j] = Fin[pos];
-    }
-    if (sl <= eps) {  // Alg. 4 line 9: zero slack
-      const int inew = Ac[j];
-      if (inew != -1) {  // lines 10-14: column assigned, extend the tree through its row
-        Pr[inew] = col0 + j;
-        Vr[inew] = 0;
-        Vc[j] = 1;
-        reached = inew;
-        if (!fuse) active[inew] = 1;
-      } else {  // line 16: unassigned column, a reverse pass candidate
-        rev[j] = 1;
-        ctrl[HUNG_REV] = 1;  // benign race: every writer stores 1
-      }
-    }
+    const int w = hungarian_lane_argmin(&s_min[0][tx], &s_pos[0][tx], 32);
+    best = s_min[w][tx];
+    pos = s_pos[w][tx];
+    const int row = pos < nf ? Fin[pos] : -1;  // pos is set whenever best is finite
+    reached = hungarian_tree_visit(best, row, eps, col0 + j, &slack[j], &Pc[j], nullptr,
+                                   &Vc[j], Ac[j], Pr, Vr, &rev[j], ctrl);
+    if (reached >= 0 && !fuse) active[reached] = 1;
   }
   if (!fuse) return;
   // Fused contraction: warp 0 lists this block's new rows (in column order) ...
@@ -330,6 +401,13 @@ extern "C" __global__ void hungarian_tree_expand(
   }
 }
 
+// Date & Nagi 2016, Sec. 4.4: a column's candidate for theta, its slack when it is
+// uncovered and positive, else infinity.
+__device__ __forceinline__ dual_t hungarian_theta_candidate(char covered, dual_t slack,
+                                                            dual_t eps) {
+  return !covered && slack > eps ? slack : (dual_t)HUNG_INF;
+}
+
 // Date & Nagi 2016, Sec. 4.4 (dual update, alternating tree variant): theta = the least
 // positive slack of an uncovered column, "a simple O(n) reduction of the slack array".
 // Single block. Sets ctrl[HUNG_ERR] when there is none (no finite theta).
@@ -337,12 +415,8 @@ extern "C" __global__ void hungarian_tree_theta(const dual_t* __restrict__ slack
                                            const char* __restrict__ Vc, int ncols, dual_t eps,
                                            dual_t* __restrict__ theta, int* ctrl, int report) {
   dual_t m = (dual_t)HUNG_INF;
-  for (int j = threadIdx.x; j < ncols; j += blockDim.x) {
-    if (!Vc[j]) {
-      const dual_t s = slack[j];
-      if (s > eps) m = hungarian_min2(m, s);
-    }
-  }
+  for (int j = threadIdx.x; j < ncols; j += blockDim.x)
+    m = hungarian_min2(m, hungarian_theta_candidate(Vc[j], slack[j], eps));
   m = hungarian_block_min(m);
   if (threadIdx.x == 0) {
     *theta = m;
@@ -374,11 +448,28 @@ extern "C" __global__ void hungarian_dual_update_rows(int rows, int row0,
   if (r < rows && !Vr[row0 + r]) u[r] += *theta;
 }
 
-// Date & Nagi 2016, Alg. 8 and Alg. 9, column part: covered columns get v -= theta. In
-// the alternating tree variant (`tree`), an uncovered column's positive slack drops by
-// theta, and a column whose slack reaches zero marks its predecessor row P_c[j] active
-// for the next expansion (Alg. 9 lines 12-15). Benign race: several columns may mark the
-// same row; all store 1.
+// Date & Nagi 2016, Alg. 8 and Alg. 9, column part, for one column: a covered column gets
+// v -= theta; in the alternating tree variant (`tree`) an uncovered column's positive
+// slack drops by theta (Alg. 9 lines 12-13). Returns true when that slack reaches zero:
+// the caller then puts the column's predecessor row P_c back into the frontier (lines
+// 14-15). The pointers may be global or shared memory.
+__device__ __forceinline__ bool hungarian_dual_col(char covered, int tree, dual_t t, dual_t* v,
+                                                   dual_t* slack, dual_t eps) {
+  if (covered) {
+    *v -= t;
+    return false;
+  }
+  if (!tree) return false;
+  dual_t s = *slack;
+  if (s <= eps) return false;
+  s -= t;
+  *slack = s;
+  return s <= eps;
+}
+
+// Date & Nagi 2016, Alg. 8 and Alg. 9, column part (hungarian_dual_col per column); a
+// column whose slack reaches zero marks its predecessor row active for the next expansion
+// (Alg. 9 lines 12-15). Benign race: several columns may mark the same row; all store 1.
 extern "C" __global__ void hungarian_dual_update_cols(int ncols, const char* __restrict__ Vc,
                                                  const dual_t* __restrict__ theta, dual_t* v,
                                                  int tree, dual_t* slack,
@@ -386,17 +477,7 @@ extern "C" __global__ void hungarian_dual_update_cols(int ncols, const char* __r
                                                  dual_t eps) {
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= ncols) return;
-  const dual_t t = *theta;
-  if (Vc[j]) {
-    v[j] -= t;
-  } else if (tree) {
-    dual_t s = slack[j];
-    if (s > eps) {
-      s -= t;
-      slack[j] = s;
-      if (s <= eps) active[Pc[j]] = 1;
-    }
-  }
+  if (hungarian_dual_col(Vc[j], tree, *theta, &v[j], &slack[j], eps)) active[Pc[j]] = 1;
 }
 
 // Multi-GPU alternating tree (Sec. 5, item 4b, contraction): merge the rows a device's
@@ -559,12 +640,50 @@ extern "C" __global__ void hungarian_class_min_slack(const cost_t* __restrict__ 
 // ---------------------------------------------------------------------------------------
 // Reverse and augmentation passes (both variants, root device)
 
+// Date & Nagi 2016, Alg. 5 lines 4-10 (reverse pass) from the "reverse" column `col`:
+// walk the predecessors back to the tree's root, recording successors, and mark the root
+// "augment". Returns false (marks nothing) when the walk leaves the tree or takes more than
+// `limit` steps, which a consistent tree never does. P_r and P_c are read through L2: in
+// the persistent kernel other blocks wrote them in the same launch.
+__device__ __forceinline__ bool hungarian_reverse_walk(int col, const int* Pr, const int* Pc,
+                                                       int* Sr, int* Sc, char* aug,
+                                                       int limit) {
+  int rcur = -1, ccur = col;
+  for (int steps = 0; ccur != -1; ++steps) {  // Alg. 5 lines 4-9
+    if (steps > limit) return false;
+    Sc[ccur] = rcur;
+    rcur = __ldcg(&Pc[ccur]);
+    if (rcur < 0) return false;
+    Sr[rcur] = ccur;
+    ccur = __ldcg(&Pr[rcur]);
+  }
+  aug[rcur] = 1;  // line 10
+  return true;
+}
+
+// Date & Nagi 2016, Alg. 6 lines 4-9 (augmentation pass) from the root `row`: flip the
+// path's assigned and unassigned edges. Returns false on a walk that leaves the path or
+// takes more than `limit` steps.
+__device__ __forceinline__ bool hungarian_augment_walk(int row, const int* Sr, const int* Sc,
+                                                       int* Ar, int* Ac, int limit) {
+  int rcur = row;
+  for (int steps = 0; rcur != -1; ++steps) {
+    if (steps > limit) return false;
+    const int ccur = __ldcg(&Sr[rcur]);
+    if (ccur < 0) return false;
+    Ar[rcur] = ccur;
+    Ac[ccur] = rcur;
+    rcur = __ldcg(&Sc[ccur]);
+  }
+  return true;
+}
+
 // Date & Nagi 2016, Alg. 5 (reverse pass kernel): one thread per column of F_rev walks the
-// predecessors back to the tree's root, recording successors, and marks the root
-// "augment". Benign race (Prop. 2): walks from leaves of one tree meet at a row and race
-// on its S_r; the surviving value is a child column on some walk, every S_c they write is
-// the same (the column's assigned row), so from each root the successors spell one
-// alternating path, and paths of distinct trees are vertex-disjoint (Prop. 1).
+// predecessors back to the tree's root (hungarian_reverse_walk). Benign race (Prop. 2):
+// walks from leaves of one tree meet at a row and race on its S_r; the surviving value is
+// a child column on some walk, every S_c they write is the same (the column's assigned
+// row), so from each root the successors spell one alternating path, and paths of
+// distinct trees are vertex-disjoint (Prop. 1).
 extern "C" __global__ void hungarian_reverse(const int* __restrict__ Frev,
                                         const int* __restrict__ count,
                                         const int* __restrict__ Pr,
@@ -572,30 +691,437 @@ extern "C" __global__ void hungarian_reverse(const int* __restrict__ Frev,
                                         char* aug) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= *count) return;
-  int rcur = -1, ccur = Frev[k];
-  while (ccur != -1) {  // Alg. 5 lines 4-9
-    Sc[ccur] = rcur;
-    rcur = Pc[ccur];
-    Sr[rcur] = ccur;
-    ccur = Pr[rcur];
-  }
-  aug[rcur] = 1;  // line 10
+  hungarian_reverse_walk(Frev[k], Pr, Pc, Sr, Sc, aug, 0x7ffffffe);
 }
 
 // Date & Nagi 2016, Alg. 6 (augmentation pass kernel): one thread per root in F_aug flips
-// its path's assigned and unassigned edges. Paths are vertex-disjoint (Prop. 2), so the
-// threads write disjoint entries of A_r and A_c.
+// its path's assigned and unassigned edges (hungarian_augment_walk). Paths are
+// vertex-disjoint (Prop. 2), so the threads write disjoint entries of A_r and A_c.
 extern "C" __global__ void hungarian_augment(const int* __restrict__ Faug,
                                         const int* __restrict__ count,
                                         const int* __restrict__ Sr,
                                         const int* __restrict__ Sc, int* Ar, int* Ac) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= *count) return;
-  int rcur = Faug[k];
-  while (rcur != -1) {  // Alg. 6 lines 4-9
-    const int ccur = Sr[rcur];
-    Ar[rcur] = ccur;
-    Ac[ccur] = rcur;
-    rcur = Sc[ccur];
+  hungarian_augment_walk(Faug[k], Sr, Sc, Ar, Ac, 0x7ffffffe);
+}
+
+// ---------------------------------------------------------------------------------------
+// Persistent CU-TREE: the whole solve loop in one launch (beyond the paper)
+//
+// Date & Nagi's host drives each step (Sec. 3.2); at n = 5000 with costs in [0, 10n] that is
+// thousands of BFS levels, each a few microseconds of work, so the time went to launches
+// and host reads. hungarian_tree_persistent runs the same steps, in the same order, in one
+// cooperative launch of a grid that is co-resident by construction (the host sizes it from
+// the occupancy calculator, and a cooperative launch fails rather than start a grid that
+// is not), with a grid-wide barrier where the host loop had a kernel boundary or a flag
+// read. What changes besides:
+// - Columns are owned. Block b owns the columns [b W, b W + W), W = 32 x tiles; their slack,
+//   v, P_c, A_c, cover and "reverse" state live in its shared memory for the whole solve
+//   (P_c is mirrored to global memory for the reverse walks of other blocks). A level then
+//   reads from global memory only the frontier and the costs.
+// - Frontiers are appended to (warp-aggregated atomicAdd on a count) instead of compacted
+//   from flags: one barrier per BFS level instead of two steps. The order of F_in then
+//   depends on timing, which decides nothing but ties (Alg. 4 keeps any least-slack row;
+//   Prop. 1 needs only that P_c is a frontier row with the least slack). Each entry carries
+//   its row's dual u: the row the expansion reaches is covered until then, so no dual
+//   update has changed its u since the phase began and the owner of its column read it
+//   then; rows put back by a dual update read u again at the next level ("fresh").
+// - Three frontier counts rotate: the step that consumes frontier f appends to f + 1 and
+//   clears the count of f + 2, whose last reader finished before the previous barrier.
+// - Every block takes every decision (frontier empty, "reverse" found, theta, done) from
+//   values read after a barrier that nobody writes before the next one, so all blocks
+//   follow the same path through the loop; the counters and bounds are kept per block.
+// Shared-memory and global data written by other blocks in this launch are read through
+// L2 (__ldcg), never a possibly stale L1 line.
+
+#define HUNG_PERSIST_THREADS 256  // block size of the persistent kernel: 32 columns x 8 lanes
+#define HUNG_LANE_BATCH 8         // cost loads a lane issues before it compares
+
+__device__ __forceinline__ unsigned long long hungarian_globaltimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Grid-wide barrier of a co-resident grid (every thread of every block calls it). The
+// scheme of CUDA's cooperative-groups grid sync, without its headers: each block's thread
+// 0 adds 1 to the barrier word, block 0 adds 2^31 - (gridDim.x - 1), so the arrivals of one
+// barrier add exactly 2^31 and the last one flips the top bit, which releases the waiters
+// (a sense reversal); the word needs no reset. The fences publish the block's writes
+// before it arrives and order its later reads after the release. A wait longer than
+// `timeout_ns` (a grid that is not co-resident, or blocks that took different paths: a
+// bug) sets ctrl[HUNG_ABORT]; a waiter that sees it gives up too. Returns false when this
+// block gave up.
+__device__ bool hungarian_grid_sync(unsigned int* bar, int* ctrl, unsigned long long timeout_ns) {
+  __shared__ int s_ok;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned int add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
+    __threadfence();
+    const unsigned int old = atomicAdd(bar, add);
+    int ok = 1;
+    unsigned int spins = 0;
+    unsigned long long t0 = 0;
+    // The low 31 bits are 0 between barriers (ctrl is zeroed before the launch), so the top
+    // bit flips exactly at the last arrival: that block goes on without a polling round trip.
+    const bool last = ((old ^ (old + add)) & 0x80000000u) != 0;
+    while (!last && ((old ^ *(volatile unsigned int*)bar) & 0x80000000u) == 0) {
+      if ((++spins & 1023u) == 0) {
+        if (*(volatile int*)&ctrl[HUNG_ABORT]) {
+          ok = 0;
+          break;
+        }
+        const unsigned long long t = hungarian_globaltimer();
+        if (t0 == 0) {
+          t0 = t;
+        } else if (t - t0 > timeout_ns) {
+          atomicExch(&ctrl[HUNG_ABORT], 1);
+          ok = 0;
+          break;
+        }
+      }
+    }
+    __threadfence();
+    s_ok = ok;
+  }
+  __syncthreads();
+  return s_ok != 0;
+}
+
+// Appends (row, ru) to a frontier for the threads of the warp with `take` set: one atomic
+// per warp on the count, then each taker writes its slot. Every lane of the warp must call.
+// Slots past `cap` are not written; they set HUNG_E_FRONTIER (a broken invariant), and the
+// count, read after the next barrier, makes every block stop.
+__device__ __forceinline__ void hungarian_append(bool take, int row, dual_t ru, int* F,
+                                                 dual_t* Fu, int* count, int cap, int* ctrl) {
+  const unsigned int mask = __ballot_sync(0xffffffffu, take);
+  if (!mask) return;
+  const int lane = threadIdx.x & 31;
+  int base = 0;
+  if (lane == 0) base = atomicAdd(count, __popc(mask));
+  base = __shfl_sync(0xffffffffu, base, 0);
+  if (take) {
+    const int at = base + __popc(mask & ((1u << lane) - 1u));
+    if (at < cap) {
+      F[at] = row;
+      Fu[at] = ru;
+    } else {
+      ctrl[HUNG_ERR] = HUNG_E_FRONTIER;
+    }
+  }
+}
+
+// Rows just added to the next frontier (`take`, one per lane of this warp) are read in
+// full, by every block, at the next BFS level. Asking L2 for them now overlaps their DRAM
+// latency with the grid barrier in between. A hint only: it changes no data. Every lane of
+// the warp must call.
+__device__ __forceinline__ void hungarian_prefetch_rows(bool take, int row,
+                                                        const cost_t* __restrict__ C,
+                                                        long long ld, int ncols) {
+  unsigned int mask = __ballot_sync(0xffffffffu, take);
+  const int lane = threadIdx.x & 31;
+  const int per_line = 128 / (int)sizeof(cost_t);  // cost entries per 128-byte line
+  while (mask) {
+    const int src = __ffs(mask) - 1;
+    mask &= mask - 1u;
+    const cost_t* Ci = C + (long long)__shfl_sync(0xffffffffu, row, src) * ld;
+    for (int off = lane * per_line; off < ncols; off += 32 * per_line)
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(Ci + off));
+  }
+}
+
+// theta = min over the blocks: positive slacks only, so for float64 duals the bit patterns
+// order like the values and the int64 atomicMin serves both dual types.
+__device__ __forceinline__ void hungarian_atomic_min_pos(dual_t* addr, dual_t x) {
+#if HUNG_DTYPE >= 2
+  atomicMin((long long*)addr, __double_as_longlong(x));
+#else
+  atomicMin((long long*)addr, (long long)x);
+#endif
+}
+
+// Date & Nagi 2016, CU-TREE (Alg. 2, 4, 5, 6 and 9, Sec. 4.2-4.4) as one persistent kernel;
+// see the section comment above. One device (col0 = 0, ld = n). Launched cooperatively with
+// gridDim.x = ceil(n / (32 tiles)) blocks of HUNG_PERSIST_THREADS threads and the dynamic
+// shared memory of persistent_smem_bytes (matchbench/solvers/gpu/hungarian.py).
+// Inputs: u, v after the initial reduction (Alg. 1), A_r = A_c = -1, ctrl zeroed; `stamp`
+// (n) and theta2 (2) are scratch. Outputs: A_r, A_c, u, v, and in ctrl the error code,
+// the counters, and the barrier word. F and Fu hold two frontiers of n entries each.
+extern "C" __global__ void __launch_bounds__(HUNG_PERSIST_THREADS)
+    hungarian_tree_persistent(const cost_t* __restrict__ C, int n, int tiles, dual_t* u,
+                              dual_t* v, int* Ar, int* Ac, int* Pr, int* Pc, int* Sr, int* Sc,
+                              char* Vr, char* aug, int* stamp, int* F, dual_t* Fu,
+                              dual_t* theta2, int* ctrl, dual_t eps,
+                              unsigned long long timeout_ns) {
+  extern __shared__ __align__(16) unsigned char hung_smem[];
+  const int tid = threadIdx.x, nthr = HUNG_PERSIST_THREADS;
+  const int tx = tid & 31, ty = tid >> 5;
+  const int W = 32 * tiles, c0 = blockIdx.x * W;
+  const long long ld = n;
+  // Shared memory: the owned columns' state, the 8 lanes' minima per column, one chunk of
+  // the frontier.
+  dual_t* s_slack = (dual_t*)hung_smem;
+  dual_t* s_v = s_slack + W;
+  dual_t* s_uac = s_v + W;  // u of the column's assigned row, read at the phase start
+  dual_t* red_min = s_uac + W;
+  dual_t* s_fu = red_min + 8 * W;
+  int* s_pc = (int*)(s_fu + nthr);
+  int* s_ac = s_pc + W;
+  int* red_pos = s_ac + W;
+  int* red_row = red_pos + 8 * W;
+  int* s_fi = red_row + 8 * W;
+  char* s_vc = (char*)(s_fi + nthr);
+  char* s_rev = s_vc + W;
+  unsigned int* bar = (unsigned int*)&ctrl[HUNG_BAR];
+  const int gtid = blockIdx.x * nthr + tid, gthreads = gridDim.x * nthr;
+  const int nrows32 = (n + 31) & ~31;  // row loops run whole warps (hungarian_append)
+  const bool lead = blockIdx.x == 0 && tid == 0;
+
+  for (int jl = tid; jl < W; jl += nthr) {
+    const int j = c0 + jl;
+    s_v[jl] = j < n ? v[j] : (dual_t)0;
+    s_vc[jl] = 1;  // columns past n stay covered (inert); the phase reset sets the rest
+  }
+  for (int k = tid; k < 8 * W; k += nthr) {
+    red_min[k] = (dual_t)HUNG_INF;
+    red_pos[k] = 0x7fffffff;
+  }
+  // Left over from an earlier solve; first read after the first barrier.
+  for (int i = gtid; i < n; i += gthreads) stamp[i] = 0;
+  if (lead) theta2[0] = theta2[1] = (dual_t)HUNG_INF;
+
+  int f = 0;          // index of the current frontier: F[(f & 1) n ...], count HUNG_CNT + f % 3
+  int levels = 0, phases = 0, duals = 0, syncs = 0, err = 0;
+  // A level that leaves a non-empty frontier covers an assigned column (at most n per phase)
+  // and each forward pass ends with one level that does not (at most one pass per dual
+  // update, at most n dual updates per phase, plus one): at most 2n + 1 levels per phase.
+  int levels_in_phase = 0;
+  bool fresh = false;  // the current frontier's u values must be read from u
+  for (;;) {
+    // ---- Optimality check and resets (Alg. 2, Sec. 4.2); the unassigned rows are the next
+    // frontier (Sec. 4.3.1), appended with their duals.
+    {
+      const int nx = (f + 1) & 1;
+      for (int i = gtid; i < nrows32; i += gthreads) {
+        bool take = false;
+        dual_t ui = 0;
+        if (i < n && !hungarian_reset_row(i, Ar, Vr, Pr, Sr, Sc, aug)) {
+          take = true;
+          ui = __ldcg(&u[i]);
+        }
+        hungarian_append(take, i, ui, F + nx * n, Fu + nx * n, &ctrl[HUNG_CNT + (f + 1) % 3], n,
+                         ctrl);
+      }
+      for (int jl = tid; jl < W; jl += nthr) {
+        const int j = c0 + jl;
+        if (j >= n) continue;
+        hungarian_reset_col(&s_vc[jl], &s_pc[jl], &s_rev[jl], &s_slack[jl]);
+        Pc[j] = -1;
+        const int a = __ldcg(&Ac[j]);
+        s_ac[jl] = a;
+        s_uac[jl] = a != -1 ? __ldcg(&u[a]) : (dual_t)0;
+      }
+      if (lead) {
+        ctrl[HUNG_REV] = 0;
+        ctrl[HUNG_CNT + (f + 2) % 3] = 0;
+      }
+      ++syncs;
+      if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+      ++f;
+      fresh = false;
+    }
+    {
+      const int nfree = __ldcg(&ctrl[HUNG_CNT + f % 3]);
+      if (nfree > n) {
+        err = HUNG_E_FRONTIER;
+        goto done;
+      }
+      if (phases == 1 && lead) ctrl[HUNG_INIT] = n - nfree;  // assigned by the first phase
+      if (nfree == 0) break;  // every row assigned: optimal (Alg. 2)
+      if (++phases > n + 1) {
+        err = HUNG_E_PHASES;
+        goto done;
+      }
+    }
+    levels_in_phase = 0;
+    for (;;) {
+      // ---- Forward pass (Sec. 4.3.1): BFS levels until the frontier is empty.
+      for (;;) {
+        const int* Fc = F + (f & 1) * n;
+        const dual_t* Fuc = Fu + (f & 1) * n;
+        // The first chunk of the frontier is loaded alongside its count rather than after
+        // it (one L2 round trip per level fewer); entries past the count are ignored.
+        int i0 = 0;
+        dual_t fu0 = 0;
+        if (tid < n) {
+          i0 = __ldcg(&Fc[tid]);
+          fu0 = __ldcg(&Fuc[tid]);
+        }
+        const int nf = __ldcg(&ctrl[HUNG_CNT + f % 3]);
+        if (nf > n) {
+          err = HUNG_E_FRONTIER;
+          goto done;
+        }
+        if (nf == 0) break;
+        ++levels;
+        if (++levels_in_phase > 2 * n + 2) {
+          err = HUNG_E_LEVELS;
+          goto done;
+        }
+        // Expansion (Alg. 4): lanes scan the frontier in chunks of nthr entries.
+        for (int base = 0; base < nf; base += nthr) {
+          const int m = min(nthr, nf - base);
+          if (base) __syncthreads();  // the previous chunk is consumed
+          if (tid < m) {
+            const int i = base ? __ldcg(&Fc[base + tid]) : i0;
+            s_fi[tid] = i;
+            s_fu[tid] = fresh ? __ldcg(&u[i]) : base ? __ldcg(&Fuc[base + tid]) : fu0;
+          }
+          __syncthreads();
+          for (int t = 0; t < tiles; ++t) {
+            const int jl = t * 32 + tx, j = c0 + jl;
+            if (j >= n || s_vc[jl]) continue;  // Alg. 4 line 2: uncovered columns only
+            const int slot = 8 * t * 32 + ty * 32 + tx;
+            dual_t b = red_min[slot];
+            int p = red_pos[slot], r = red_row[slot];
+            const dual_t vj = s_v[jl];
+            const cost_t* Cj = C + j;
+            // HUNG_LANE_BATCH predicated loads in flight per lane before the first use: one
+            // DRAM round trip for up to 8 x HUNG_LANE_BATCH frontier rows, where a loop with
+            // a runtime trip count pays one per leftover iteration. Same order (k rising),
+            // so the first least row still wins.
+            for (int k0 = ty; k0 < m; k0 += 8 * HUNG_LANE_BATCH) {
+              cost_t c[HUNG_LANE_BATCH];
+#pragma unroll
+              for (int q = 0; q < HUNG_LANE_BATCH; ++q) {
+                const int k = k0 + 8 * q;
+                c[q] = k < m ? Cj[(long long)s_fi[k] * ld] : (cost_t)0;
+              }
+#pragma unroll
+              for (int q = 0; q < HUNG_LANE_BATCH; ++q) {
+                const int k = k0 + 8 * q;
+                if (k < m) {
+                  const dual_t s = (dual_t)c[q] - s_fu[k] - vj;
+                  if (s < b) {
+                    b = s;
+                    p = base + k;
+                    r = s_fi[k];
+                  }
+                }
+              }
+            }
+            red_min[slot] = b;
+            red_pos[slot] = p;
+            red_row[slot] = r;
+          }
+        }
+        __syncthreads();
+        {
+          const int nx = (f + 1) & 1;
+          int* cnt = &ctrl[HUNG_CNT + (f + 1) % 3];
+          for (int jl = tid; jl < W; jl += nthr) {
+            const int j = c0 + jl;
+            int add = -1;
+            if (j < n && !s_vc[jl]) {
+              const int t = jl >> 5, x = jl & 31, s0 = 8 * t * 32 + x;
+              const int w = hungarian_lane_argmin(&red_min[s0], &red_pos[s0], 32);
+              const dual_t best = red_min[s0 + 32 * w];
+              const int row = red_row[s0 + 32 * w];
+              for (int l = 0; l < 8; ++l) {  // ready for the next level
+                red_min[s0 + 32 * l] = (dual_t)HUNG_INF;
+                red_pos[s0 + 32 * l] = 0x7fffffff;
+              }
+              add = hungarian_tree_visit(best, row, eps, j, &s_slack[jl], &s_pc[jl], &Pc[j],
+                                         &s_vc[jl], s_ac[jl], Pr, Vr, &s_rev[jl], ctrl);
+            }
+            hungarian_append(add >= 0, add, add >= 0 ? s_uac[jl] : (dual_t)0, F + nx * n,
+                             Fu + nx * n, cnt, n, ctrl);
+            hungarian_prefetch_rows(add >= 0, add, C, ld, n);
+          }
+        }
+        if (lead) ctrl[HUNG_CNT + (f + 2) % 3] = 0;
+        ++syncs;
+        if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+        ++f;
+        fresh = false;
+      }
+      if (__ldcg(&ctrl[HUNG_REV])) break;  // augmenting paths found (Alg. 4 line 16)
+
+      // ---- Dual update (Sec. 4.4, Alg. 9). theta: per-block minima, one atomic each.
+      {
+        dual_t m = (dual_t)HUNG_INF;
+        for (int jl = tid; jl < W; jl += nthr)
+          if (c0 + jl < n)
+            m = hungarian_min2(m, hungarian_theta_candidate(s_vc[jl], s_slack[jl], eps));
+        m = hungarian_block_min(m);
+        if (tid == 0 && m < (dual_t)HUNG_INF) hungarian_atomic_min_pos(&theta2[duals & 1], m);
+        ++syncs;
+        if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+      }
+      {
+        const dual_t theta = __ldcg(&theta2[duals & 1]);
+        if (!(theta < (dual_t)HUNG_INF)) {
+          err = HUNG_E_THETA;
+          goto done;
+        }
+        if (++duals > (n + 1) * phases) {
+          err = HUNG_E_DUALS;
+          goto done;
+        }
+        if (lead) {
+          theta2[duals & 1] = (dual_t)HUNG_INF;  // the slot of the next dual update
+          ctrl[HUNG_CNT + (f + 2) % 3] = 0;
+        }
+        for (int i = gtid; i < n; i += gthreads)  // Alg. 9, rows: the tree rows
+          if (!__ldcg(&Vr[i])) u[i] = __ldcg(&u[i]) + theta;
+        const int nx = (f + 1) & 1;
+        for (int jl = tid; jl < W; jl += nthr) {
+          const int j = c0 + jl;
+          bool take = false;
+          int r = -1;
+          if (j < n && hungarian_dual_col(s_vc[jl], 1, theta, &s_v[jl], &s_slack[jl], eps)) {
+            // Alg. 9 lines 14-15: the predecessor row goes back into the frontier; the
+            // stamp (this dual update's number) lets one of its columns add it.
+            r = s_pc[jl];
+            take = atomicMax(&stamp[r], duals) < duals;
+          }
+          hungarian_append(take, r, (dual_t)0, F + nx * n, Fu + nx * n,
+                           &ctrl[HUNG_CNT + (f + 1) % 3], n, ctrl);
+          hungarian_prefetch_rows(take, r, C, ld, n);
+        }
+        ++syncs;
+        if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+        ++f;
+        fresh = true;  // u of these rows changed in this step
+      }
+    }
+
+    // ---- Reverse pass (Alg. 5) from the owned "reverse" columns, then augmentation (Alg. 6)
+    // from the roots they marked.
+    for (int jl = tid; jl < W; jl += nthr)
+      if (c0 + jl < n && s_rev[jl] &&
+          !hungarian_reverse_walk(c0 + jl, Pr, Pc, Sr, Sc, aug, n + 1))
+        ctrl[HUNG_ERR] = HUNG_E_WALK;
+    ++syncs;
+    if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+    for (int i = gtid; i < n; i += gthreads)
+      if (__ldcg(&aug[i]) && !hungarian_augment_walk(i, Sr, Sc, Ar, Ac, n + 1))
+        ctrl[HUNG_ERR] = HUNG_E_WALK;
+    ++syncs;
+    if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+    if (__ldcg(&ctrl[HUNG_ERR])) goto done;
+  }
+
+done:
+  for (int jl = tid; jl < W; jl += nthr)
+    if (c0 + jl < n) v[c0 + jl] = s_v[jl];
+  if (lead) {
+    if (err) ctrl[HUNG_ERR] = err;
+    if (__ldcg(&ctrl[HUNG_ABORT]) && !__ldcg(&ctrl[HUNG_ERR])) ctrl[HUNG_ERR] = HUNG_E_BARRIER;
+    ctrl[HUNG_LEVELS] = levels;
+    ctrl[HUNG_PHASES] = phases;
+    ctrl[HUNG_DUALS] = duals;
+    ctrl[HUNG_SYNCS] = syncs;
   }
 }

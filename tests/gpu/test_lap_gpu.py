@@ -3,10 +3,12 @@
 The instance set: 236 generated matrices, n from 2 to 3000 (most of them small), integer
 costs in the paper's three ranges [0, n/10], [0, n], [0, 10n], int64 costs with negative
 values, 0/1 and rank-one matrices (massive ties), float32 costs on a coarse grid (ties),
-float64 uniform and Euclidean costs. Each variant solves every instance on one device;
-the multi-device code path (devices = 2 and 3 with ``allow_shared_device``) solves a
-subset. Every answer must be certified optimal by the LAP verifier from the solver's own
-duals and cost what scipy's answer costs.
+float64 uniform and Euclidean costs. CU-CLASS, CU-TREE's persistent kernel (the default)
+and CU-TREE's host loop each solve every instance on one device; the persistent kernel
+with several column tiles per block, the host loop's other shapes and the multi-device
+code path (devices = 2 and 3 with ``allow_shared_device``) solve subsets. Every answer
+must be certified optimal by the LAP verifier from the solver's own duals and cost what
+scipy's answer costs.
 """
 
 from __future__ import annotations
@@ -108,70 +110,123 @@ def _check(solver, inst: CostMatrix, ref: float) -> str | None:
     return None
 
 
-def _run_all(make_solver, cases) -> None:
+def _run_all(make_solver, cases, max_failures: int = 10) -> None:
     failures = []
     for inst, ref in cases:
         why = _check(make_solver(), inst, ref)
         if why:
             failures.append(f"{inst.name} ({inst.costs.dtype}): {why}")
+            if len(failures) >= max_failures:  # a broken variant fails fast
+                break
     assert not failures, f"{len(failures)} of {len(cases)} failed:\n" + "\n".join(failures[:20])
 
 
-@pytest.mark.parametrize("cls", [CuClass, CuTree], ids=["cu_class", "cu_tree"])
-def test_one_device_every_instance_certified(cls, instances):
+#: The variants every instance goes through: CU-CLASS, CU-TREE's persistent kernel (its
+#: default) and CU-TREE's host-driven loop.
+MAIN = {
+    "cu_class": CuClass,
+    "cu_tree": CuTree,
+    "cu_tree_host": lambda **kw: CuTree(persistent=False, **kw),
+}
+#: The host-driven loops (the shapes of the paper's loop and the multi-device path).
+HOST = {"cu_class": CuClass, "cu_tree_host": MAIN["cu_tree_host"]}
+
+
+@pytest.mark.parametrize("make", MAIN.values(), ids=MAIN.keys())
+def test_one_device_every_instance_certified(make, instances):
     assert len(instances) >= 200
-    _run_all(lambda: cls(), instances)
+    _run_all(lambda: make(), instances)
 
 
-@pytest.mark.parametrize("cls", [CuClass, CuTree], ids=["cu_class", "cu_tree"])
+@pytest.mark.parametrize("tiles", [2, 3])
+def test_persistent_with_several_tiles_per_block(tiles, instances):
+    # Several 32-column tiles per block: the lanes loop over tiles, each block owns
+    # 32 x tiles columns (several blocks once n > 32 x tiles), and the grid-stride row loops
+    # cover more rows per thread. Every third instance and all the larger ones.
+    cases = [c for k, c in enumerate(instances) if k % 3 == 0 or c[0].n >= 300]
+    _run_all(lambda: CuTree(tiles_per_block=tiles), cases)
+
+
+def test_persistent_counts_on_the_device_and_syncs_once():
+    inst = L.uniform(900, "10n", seed=11)
+    rows, cols = linear_sum_assignment(inst.costs)
+    ref = float(inst.costs[rows, cols].sum())
+    host, pers = CuTree(persistent=False), CuTree()
+    assert _check(host, inst, ref) is None and _check(pers, inst, ref) is None
+    ch, cp_ = host.counters(), pers.counters()
+    assert cp_["host_syncs"] == 1 and ch["host_syncs"] > 1
+    assert cp_["kernel_launches"] < ch["kernel_launches"]
+    assert cp_["phases"] >= 1 and cp_["bfs_levels"] >= cp_["phases"]
+    assert cp_["dual_updates"] >= 1  # [0, 10n] at n = 900 needs some
+    # reset + one barrier per BFS level + two per dual update + two per augmentation
+    assert cp_["grid_barriers"] == (
+        cp_["phases"] + 1 + cp_["bfs_levels"] + 2 * cp_["dual_updates"] + 2 * cp_["phases"]
+    )
+    # Both modes run the same algorithm; frontier order (ties) may differ, so the counts
+    # agree only roughly.
+    assert 0.5 <= cp_["bfs_levels"] / ch["bfs_levels"] <= 2.0
+    assert set(pers.timings()) == {"solve", "initial_reduction", "solve_loop"}
+
+
+def test_persistent_refuses_a_grid_that_cannot_be_co_resident():
+    s = CuTree(tiles_per_block=64)  # 64 tiles need more shared memory than a block gets
+    with pytest.raises(RuntimeError, match="co-resident"):
+        s.prepare(L.uniform(4096, "n", seed=1))
+
+
+@pytest.mark.parametrize("make", HOST.values(), ids=HOST.keys())
 @pytest.mark.parametrize("devices", [2, 3])
-def test_several_blocks_on_shared_devices(cls, devices, instances):
+def test_several_blocks_on_shared_devices(make, devices, instances):
     cases = [c for k, c in enumerate(instances) if k % 5 == 0 and c[0].n >= devices]
     cases += [c for c in instances if c[0].n >= 2000][:3]
-    _run_all(lambda: cls(devices=devices, allow_shared_device=True), cases)
+    _run_all(lambda: make(devices=devices, allow_shared_device=True), cases)
 
 
-@pytest.mark.parametrize("cls", [CuClass, CuTree], ids=["cu_class", "cu_tree"])
-def test_separate_contraction_kernel(cls, instances):
+@pytest.mark.parametrize("make", HOST.values(), ids=HOST.keys())
+def test_separate_contraction_kernel(make, instances):
     cases = [c for k, c in enumerate(instances) if k % 4 == 0]
-    _run_all(lambda: cls(fuse=False), cases)
+    _run_all(lambda: make(fuse=False), cases)
 
 
-@pytest.mark.parametrize("cls", [CuClass, CuTree], ids=["cu_class", "cu_tree"])
-def test_paper_loop_one_host_check_per_level(cls, instances):
+@pytest.mark.parametrize("make", HOST.values(), ids=HOST.keys())
+def test_paper_loop_one_host_check_per_level(make, instances):
     cases = [c for k, c in enumerate(instances) if k % 9 == 0]
-    _run_all(lambda: cls(batch=1, fuse=False), cases)
+    _run_all(lambda: make(batch=1, fuse=False), cases)
 
 
-@pytest.mark.parametrize("cls", [CuClass, CuTree], ids=["cu_class", "cu_tree"])
-def test_repetitions_reuse_the_upload_and_report_phases(cls):
+@pytest.mark.parametrize("make", MAIN.values(), ids=MAIN.keys())
+def test_repetitions_reuse_the_upload_and_report_phases(make):
     inst = L.uniform(700, "10n", seed=5)
     rows, cols = linear_sum_assignment(inst.costs)
     ref = float(inst.costs[rows, cols].sum())
-    s = cls()
+    s = make()
     for _ in range(3):
         assert _check(s, inst, ref) is None
     state = s._st
     assert _check(s, inst, ref) is None and s._st is state  # cached by instance identity
     t = s.timings()
     assert t["solve"] > 0
-    assert {"initial_reduction", "forward_pass", "augment", "optimality_check"} <= set(t)
+    persistent = s.params.get("persistent", False)
+    if persistent:  # one kernel: no phase split inside it
+        assert set(t) == {"solve", "initial_reduction", "solve_loop"}
+    else:
+        assert {"initial_reduction", "forward_pass", "augment", "optimality_check"} <= set(t)
     assert sum(v for k, v in t.items() if k != "solve") <= t["solve"] * 1.01 + 1e-4
     c = s.counters()
     assert c["phases"] >= 1 and c["kernel_launches"] > 0 and c["host_syncs"] > 0
     assert 0 < c["initial_assignments"] < inst.n
-    if cls is CuClass:
+    if isinstance(s, CuClass):
         assert "compression" in t and c["compressions"] >= 1
 
 
-@pytest.mark.parametrize("cls", [CuClass, CuTree], ids=["cu_class", "cu_tree"])
-def test_too_few_gpus_is_a_skip_with_the_reason(cls):
+@pytest.mark.parametrize("make", HOST.values(), ids=HOST.keys())
+def test_too_few_gpus_is_a_skip_with_the_reason(make):
     import cupy
 
     count = cupy.cuda.runtime.getDeviceCount()
-    skip, reason = cls(devices=count + 1).skip(L.uniform(50))
+    skip, reason = make(devices=count + 1).skip(L.uniform(50))
     assert skip and "allow_shared_device" in reason
-    assert cls(devices=count + 1, allow_shared_device=True).skip(L.uniform(50)) == (False, None)
+    assert make(devices=count + 1, allow_shared_device=True).skip(L.uniform(50)) == (False, None)
 
 
 def test_padded_rectangular_instance():

@@ -36,6 +36,17 @@ level; ``fuse: false, batch: 1`` is the paper's loop (a contraction kernel and a
 after every level). Phase times (``timings()``) come from CUDA
 events recorded at phase boundaries on the root's stream and read once after the solve:
 they add no host synchronization.
+
+Persistent CU-TREE (``persistent: true``, the default of ``cu_tree``; beyond the paper).
+The whole solve loop after the initial reduction (optimality checks, BFS levels with
+expansion and contraction, theta and the dual update, reverse and augmentation passes,
+phase after phase until every row is assigned) runs in one cooperative launch of
+``hungarian_tree_persistent``, with grid-wide barriers where the host loop has kernel
+boundaries and flag reads; the host reads the device's counters and error code once, after
+the solve. The grid is sized to be co-resident (occupancy calculator; the cooperative
+launch refuses a grid that is not). Phase times cannot be split inside one kernel: this
+mode reports ``initial_reduction`` and ``solve_loop`` (all the rest); ``persistent: false``
+runs the host loop above, with the paper's phase split. One device only.
 """
 
 from __future__ import annotations
@@ -50,7 +61,23 @@ from matchbench.solvers.base import BaseSolver
 
 # ctrl layout; kept in step with the HUNG_* #defines of kernels/hungarian.cu.
 _CTRL_MATCH, _CTRL_NF, _CTRL_REV, _CTRL_NCOMP, _CTRL_ERR, _CTRL_DONE = 0, 1, 2, 3, 4, 5
-_NCTRL = 8
+# persistent kernel: frontier counts at 8..10, then its counters
+_CTRL_LEVELS, _CTRL_PHASES, _CTRL_DUALS, _CTRL_INIT, _CTRL_SYNCS = 11, 12, 13, 14, 15
+_NCTRL = 16
+#: HUNG_E_* codes of the persistent kernel (ctrl[_CTRL_ERR]).
+_PERSISTENT_ERRORS = {
+    1: "a dual update found no finite theta",
+    2: "no progress: more phases than n + 1",
+    3: "more dual updates than n + 1 per phase",
+    4: "a phase ran past 2n + 2 BFS levels",
+    5: "a reverse or augmentation walk left the alternating tree",
+    6: "a grid barrier timed out (blocks not co-resident, or blocks out of step)",
+    7: "a frontier outgrew its n entries",
+}
+_PERSIST_THREADS = 256  # HUNG_PERSIST_THREADS
+#: A block waiting longer than this at a grid barrier gives up (a broken run, not a slow
+#: one: the longest step between two barriers is one BFS level, milliseconds at n = 40000).
+_BARRIER_TIMEOUT_NS = 2_000_000_000
 #: The HUNG_DTYPE code per cost dtype.
 _DTYPE_CODE = {
     np.dtype(np.int32): 0,
@@ -85,6 +112,16 @@ def batch_schedule(cap: int):
     while True:
         yield k
         k = min(2 * k, cap)
+
+
+def persistent_smem_bytes(tiles: int) -> int:
+    """Dynamic shared memory of ``hungarian_tree_persistent`` with ``tiles`` column tiles.
+
+    Per owned column (32 per tile): slack, v and u of the assigned row (8 bytes each), the 8
+    lanes' minima (8 x 8), positions and rows (8 x 4 each), P_c and A_c (4 each), cover and
+    "reverse" flags (1 each): 162 bytes; plus one frontier chunk of 256 rows and duals.
+    """
+    return 162 * 32 * int(tiles) + 12 * _PERSIST_THREADS
 
 
 def split(n: int, parts: int) -> list[tuple[int, int]]:
@@ -254,6 +291,7 @@ class _HungarianGPU(BaseSolver):
                 self._solve()
                 for q in st.parts[1:]:
                     self._wait(st.parts[0], q)
+            self._finish()
 
     def result(self) -> Assignment:
         if self._answer is None:
@@ -268,9 +306,9 @@ class _HungarianGPU(BaseSolver):
         if self._timer is None:
             return {}
         out = {"solve": self._timer.seconds}
-        sums = dict.fromkeys(PHASES, 0.0)
+        sums = dict.fromkeys(self._phase_names, 0.0)
         for name, a, b in self._marks:
-            sums[name] += cp.cuda.get_elapsed_time(a, b) / 1e3
+            sums[name] = sums.get(name, 0.0) + cp.cuda.get_elapsed_time(a, b) / 1e3
         out.update({k: v for k, v in sums.items() if k in self._phase_names})
         return out
 
@@ -537,6 +575,9 @@ class _HungarianGPU(BaseSolver):
     def _collect(self) -> Assignment:
         raise NotImplementedError
 
+    def _finish(self) -> None:
+        """After the timed region: checks that need a host read (none in the host loop)."""
+
 
 _KERNELS = (
     "hungarian_row_min",
@@ -558,11 +599,29 @@ _KERNELS = (
     "hungarian_class_min_slack",
     "hungarian_reverse",
     "hungarian_augment",
+    "hungarian_tree_persistent",
 )
 
 
 class CuTree(_HungarianGPU):
     """CU-TREE: the alternating tree variant of the Hungarian algorithm on the GPU.
+
+    Parameters
+    ----------
+    devices, allow_shared_device, batch, fuse
+        As in the shared driver above; ``batch`` and ``fuse`` shape the host loop and
+        are ignored when ``persistent`` is true.
+    persistent : bool
+        Run the solve loop in one persistent kernel (the default): one launch and one host
+        read per solve instead of a few launches per BFS level and a host read per batch of
+        levels. ``false`` runs the paper's host-driven loop (Sec. 3.2), with the phase
+        split of ``timings()``. Needs ``devices == 1``.
+    tiles_per_block : int
+        Persistent kernel only: 32-column tiles each block owns. 0 (the default) takes the
+        fewest that keep the grid (ceil(n / (32 tiles)) blocks) co-resident on the GPU:
+        one tile up to n = 32 x (blocks the GPU holds at once). More tiles mean fewer
+        blocks at each grid barrier and less parallelism per BFS level. A value whose grid
+        cannot be co-resident is refused with a RuntimeError.
 
     Notes
     -----
@@ -571,9 +630,20 @@ class CuTree(_HungarianGPU):
     Alg. 4 (forward pass expansion, one thread per column, with the stream-compacted
     frontier of Sec. 4.3.1), Alg. 5 and 6 (reverse and augmentation passes), Sec. 4.4 and
     Alg. 9 (theta by a reduction of the slack array, dual update); Sec. 5 item 4b for
-    several devices (the columns split among them). Phase times: ``initial_reduction``,
-    ``optimality_check``, ``forward_pass``, ``dual_update``, ``augment`` (reverse and
-    augmentation passes); the paper's Table 3 reports forward pass and dual update.
+    several devices (the columns split among them). Phase times (host loop):
+    ``initial_reduction``, ``optimality_check``, ``forward_pass``, ``dual_update``,
+    ``augment`` (reverse and augmentation passes); the paper's Table 3 reports forward pass
+    and dual update.
+
+    The persistent mode is ours, not the paper's: the same steps (the kernels' shared
+    ``__device__`` functions) in one cooperative launch of ``hungarian_tree_persistent``,
+    grid-wide barriers between them, each block owning a contiguous range of columns whose
+    state stays in its shared memory, frontiers built by atomic appends (their order
+    decides only ties, as the fused contraction's does). Its counters (``bfs_levels``,
+    ``phases``, ``dual_updates``, ``initial_assignments``, ``grid_barriers``) are counted
+    on the device; ``kernel_launches`` and ``host_syncs`` by the host. Its phase times are
+    ``initial_reduction`` and ``solve_loop`` only: the split of the loop into forward
+    pass, dual update and augmentation exists in the host loop alone.
     """
 
     name: ClassVar[str] = "cu_tree"
@@ -585,6 +655,42 @@ class CuTree(_HungarianGPU):
         "dual_update",
         "augment",
     )
+
+    def __init__(
+        self,
+        devices: int = 1,
+        allow_shared_device: bool = False,
+        batch: int = 16,
+        fuse: bool = True,
+        persistent: bool = True,
+        tiles_per_block: int = 0,
+    ):
+        super().__init__(
+            devices=devices, allow_shared_device=allow_shared_device, batch=batch, fuse=fuse
+        )
+        if not isinstance(persistent, bool | np.bool_):
+            raise ValueError(f"persistent must be true or false, got {persistent!r}")
+        if (
+            isinstance(tiles_per_block, bool)
+            or not isinstance(tiles_per_block, int | np.integer)
+            or not 0 <= tiles_per_block <= 64
+        ):
+            raise ValueError(
+                f"tiles_per_block must be an integer in [0, 64], got {tiles_per_block!r}"
+            )
+        if persistent and self.params["devices"] > 1:
+            raise ValueError(
+                "persistent: true runs on one GPU; set persistent: false for devices > 1 "
+                f"(got devices={self.params['devices']})"
+            )
+        self.params["persistent"] = bool(persistent)
+        self.params["tiles_per_block"] = int(tiles_per_block)
+        if persistent:
+            self._phase_names = ("initial_reduction", "solve_loop")
+
+    def estimate_bytes(self, instance: CostMatrix) -> int:
+        """As the driver's, plus the persistent kernel's two frontiers and row stamps."""
+        return super().estimate_bytes(instance) + 28 * instance.n
 
     def _allocate(self, st: _State) -> None:
         super()._allocate(st)
@@ -654,6 +760,57 @@ class CuTree(_HungarianGPU):
                 else (root.theta_parts[:1] if q.index == 0 else q.theta)
             )
             q.theta_in = root.theta if q.index == 0 else q.theta
+        if self.params["persistent"]:
+            self._allocate_persistent(st)
+
+    def _allocate_persistent(self, st: _State) -> None:
+        """The persistent kernel's arrays and its grid (co-resident by construction)."""
+        root, n = st.parts[0], st.n
+        root.stamp = self._alloc(st, root, n, np.int32, 0)
+        root.F2 = self._alloc(st, root, 2 * n, np.int32, -1)
+        root.Fu2 = self._alloc(st, root, 2 * n, st.dual, 0)
+        root.theta2 = self._alloc(st, root, 2, st.dual, st.inf)
+        st.tiles, st.grid, st.smem = self._persistent_grid(root, n)
+
+    def _persistent_grid(self, root: _Part, n: int) -> tuple[int, int, int]:
+        """(tiles per block, blocks, dynamic shared bytes) for ``hungarian_tree_persistent``.
+
+        The grid must be co-resident, or its barriers would wait for blocks that never
+        start: blocks <= SMs x the occupancy calculator's blocks per SM at this block size
+        and shared memory. The fewest tiles per block that fit (``tiles_per_block: 0``)
+        give the most blocks, hence the most parallel columns per BFS level.
+        """
+        import cupy as cp
+        from cupy.cuda import driver
+
+        dev = cp.cuda.Device(root.device_id)
+        attrs = dev.attributes
+        if not attrs.get("CooperativeLaunch", 0):
+            raise RuntimeError(f"{self.name}: persistent: true needs cooperative launch support")
+        sms = int(attrs["MultiProcessorCount"])
+        optin = int(attrs.get("MaxSharedMemoryPerBlockOptin", 48 * 1024))
+        kern = root.kern["hungarian_tree_persistent"]
+        ntiles = -(-n // 32)
+        want = self.params["tiles_per_block"]
+        tried = []
+        for tiles in [want] if want else range(1, min(ntiles, 64) + 1):
+            smem = persistent_smem_bytes(tiles)
+            if smem > optin:
+                tried.append(f"{tiles} tiles: {smem} bytes of shared memory > {optin}")
+                break
+            if smem > 48 * 1024:
+                kern.max_dynamic_shared_size_bytes = smem
+            per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(
+                kern.kernel.ptr, _PERSIST_THREADS, smem
+            )
+            grid = -(-ntiles // tiles)
+            if grid <= per_sm * sms:
+                return tiles, grid, smem
+            tried.append(f"{tiles} tiles: {grid} blocks > {per_sm} per SM x {sms} SMs")
+        raise RuntimeError(
+            f"{self.name}: no co-resident grid for the persistent kernel at n = {n} "
+            f"({'; '.join(tried)}); set tiles_per_block to 0 or larger, or persistent: false"
+        )
 
     # -- phases ----------------------------------------------------------------------
 
@@ -827,6 +984,9 @@ class CuTree(_HungarianGPU):
             self._copy(q, q.Ac_l, root.Ac[q.col0 : q.col0 + q.cols])
 
     def _solve(self) -> None:
+        if self.params["persistent"]:
+            self._solve_persistent()
+            return
         st = self._st
         root, n = st.parts[0], st.n
         phase = 0
@@ -859,6 +1019,65 @@ class CuTree(_HungarianGPU):
                 self._augment()
                 if len(st.parts) > 1:
                     self._scatter_assignment()
+
+    def _solve_persistent(self) -> None:
+        """Alg. 2, 4, 5, 6 and 9 until every row is assigned, in one cooperative launch."""
+        st = self._st
+        root, n = st.parts[0], st.n
+        root.ctrl.data.memset_async(0, root.ctrl.nbytes)  # barrier word, counts, counters
+        args = (
+            root.C,
+            np.int32(n),
+            np.int32(st.tiles),
+            root.u,
+            root.v_l,
+            root.Ar,
+            root.Ac,
+            root.Pr,
+            root.Pc,
+            root.Sr,
+            root.Sc,
+            root.Vr,
+            root.aug,
+            root.stamp,
+            root.F2,
+            root.Fu2,
+            root.theta2,
+            root.ctrl,
+            st.eps,
+            np.uint64(_BARRIER_TIMEOUT_NS),
+        )
+        with self._phase("solve_loop"):
+            # RawKernel's call has no cooperative switch; its compiled Function does.
+            root.kern["hungarian_tree_persistent"].kernel(
+                (st.grid,),
+                (_PERSIST_THREADS,),
+                args,
+                shared_mem=st.smem,
+                enable_cooperative_groups=True,
+            )
+        self._counters["kernel_launches"] += 1
+        self._counters["persistent_blocks"] = st.grid
+        self._counters["tiles_per_block"] = st.tiles
+
+    def _finish(self) -> None:
+        """Persistent mode: the one host read of a solve (counters and error code)."""
+        if not self.params["persistent"]:
+            return
+        ctrl = self._read_ctrl(self._st.parts[0])
+        c = self._counters
+        c["bfs_levels"] = int(ctrl[_CTRL_LEVELS])
+        c["phases"] = int(ctrl[_CTRL_PHASES])
+        c["dual_updates"] = int(ctrl[_CTRL_DUALS])
+        c["grid_barriers"] = int(ctrl[_CTRL_SYNCS])
+        c["initial_assignments"] = int(ctrl[_CTRL_INIT]) if ctrl[_CTRL_PHASES] >= 1 else -1
+        code = int(ctrl[_CTRL_ERR])
+        if code:
+            why = _PERSISTENT_ERRORS.get(code, f"error code {code}")
+            raise RuntimeError(
+                f"{self.name}: the persistent kernel stopped: {why} (after {c['phases']} "
+                f"phases, {c['bfs_levels']} BFS levels, {c['dual_updates']} dual updates)"
+            )
 
     def _collect(self) -> Assignment:
         import cupy as cp
