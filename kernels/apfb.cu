@@ -66,6 +66,20 @@ extern "C" __global__ void apfb_init_bfs_array_wr(const mb_index* __restrict__ c
   apfb_init_impl<true>(cmatch, bfs_array, root, flags, nc, base_init);
 }
 
+#ifdef APFB_COUNT_EDGES
+// Adds each thread's count of scanned adjacency entries to flags[APFB_EDGES], with one
+// global atomic per block. Every thread of the block must call it (it has barriers).
+__device__ __forceinline__ void apfb_count_edges(unsigned long long scanned, long long* flags) {
+  __shared__ unsigned long long block_scanned;
+  if (threadIdx.x == 0) block_scanned = 0;
+  __syncthreads();
+  if (scanned) atomicAdd(&block_scanned, scanned);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_scanned)
+    atomicAdd((unsigned long long*)&flags[APFB_EDGES], block_scanned);
+}
+#endif
+
 // One BFS level: Deveci et al. 2013, Alg. 2 (GPUBFS; WR = false) and Alg. 4 (GPUBFS-WR;
 // WR = true). NEG_ROW is the APsB-GPUBFS-WR refinement (Sec. 3, after Alg. 4): with
 // L0 = 2 the root's entry takes -(end row) instead of L0 - 2, so ALTERNATE can start once
@@ -132,15 +146,7 @@ __device__ __forceinline__ void apfb_bfs_impl(const mb_index* __restrict__ col_p
   if (inserted) flags[apfb_slot(level)] = 1;                     // vertex_inserted
   if (found) flags[APFB_FOUND] = level;                          // augmenting_path_found
 #ifdef APFB_COUNT_EDGES
-  // One global atomic per block; every thread gets here (the early exits above are
-  // uniform over the grid), so the barriers are safe.
-  __shared__ unsigned long long block_scanned;
-  if (threadIdx.x == 0) block_scanned = 0;
-  __syncthreads();
-  if (scanned) atomicAdd(&block_scanned, scanned);
-  __syncthreads();
-  if (threadIdx.x == 0 && block_scanned)
-    atomicAdd((unsigned long long*)&flags[APFB_EDGES], block_scanned);
+  apfb_count_edges(scanned, flags);  // the early exits above are uniform over the grid
 #endif
 }
 
@@ -374,13 +380,7 @@ __device__ __forceinline__ void apfb_bfs_queue_impl(const mb_index* __restrict__
   }
   if (found) flags[APFB_FOUND] = level;                          // augmenting_path_found
 #ifdef APFB_COUNT_EDGES
-  __shared__ unsigned long long block_scanned;
-  if (threadIdx.x == 0) block_scanned = 0;
-  __syncthreads();
-  if (scanned) atomicAdd(&block_scanned, scanned);
-  __syncthreads();
-  if (threadIdx.x == 0 && block_scanned)
-    atomicAdd((unsigned long long*)&flags[APFB_EDGES], block_scanned);
+  apfb_count_edges(scanned, flags);  // the early exits above are uniform over the grid
 #endif
 }
 
