@@ -198,15 +198,6 @@ extern "C" __global__ void apfb_bfs_wr_negrow(const mb_index* __restrict__ col_p
 #define APFB_BLOCK_MIN 1024
 #define APFB_MAX_BLOCK 1024
 
-__device__ __forceinline__ mb_index apfb_cas(mb_index* p, mb_index expected, mb_index value) {
-#ifdef MB_INDEX64
-  return (mb_index)atomicCAS((unsigned long long*)p, (unsigned long long)expected,
-                             (unsigned long long)value);
-#else
-  return atomicCAS(p, expected, value);
-#endif
-}
-
 // Deveci et al. 2013, Alg. 1 line 4 (INITBFSARRAY) with the roots appended to queue half
 // L0 & 1 and counted in flags[(L0 - 1) % 3] ("inserted by level L0 - 1"), which the
 // previous phase's apfb_fix_matching_q (or prepare) left at 0.
@@ -250,21 +241,6 @@ extern "C" __global__ void apfb_init_queue_wr(const mb_index* __restrict__ cmatc
   apfb_init_queue_impl<true>(cmatch, bfs_array, root, flags, queue, nc, base_init);
 }
 
-// Appends v to a queue whose length is *count. Warp-aggregated: the lanes that append at
-// the same time take one atomicAdd between them (a BFS level of a large mesh inserts
-// millions of columns into one counter, which would otherwise serialize at that address).
-// The queue kernels run whole warps (block sizes are multiples of 32).
-__device__ __forceinline__ void apfb_append(mb_index* queue, unsigned long long* count,
-                                            mb_index v) {
-  const unsigned active = __activemask();
-  const int lane = threadIdx.x & 31;
-  const int leader = __ffs(active) - 1;
-  unsigned long long base = 0;
-  if (lane == leader) base = atomicAdd(count, (unsigned long long)__popc(active));
-  base = __shfl_sync(active, base, leader);
-  queue[base + __popc(active & ((1u << lane) - 1))] = v;
-}
-
 // The body of Alg. 2 lines 6-17 / Alg. 4 lines 8-21 for one adjacency entry j of the
 // frontier column c (root my_root). Returns through *inserted / *found as the paper's flags.
 template <bool WR, bool NEG_ROW>
@@ -279,10 +255,10 @@ __device__ __forceinline__ void apfb_visit_edge(mb_index c, mb_index my_root, mb
   if (col_match > -1) {
     // Alg. 2 line 9 / 4 line 12, as a claim: the winner inserts col_match (lines 10-15).
     if (bfs_array[col_match] == APFB_L0 - 1 &&
-        apfb_cas(&bfs_array[col_match], APFB_L0 - 1, (mb_index)(level + 1)) == APFB_L0 - 1) {
+        mb_cas(&bfs_array[col_match], APFB_L0 - 1, (mb_index)(level + 1)) == APFB_L0 - 1) {
       if (WR) root[col_match] = my_root;                         // Alg. 4 line 15
       predecessor[row] = c;
-      apfb_append(next, (unsigned long long*)&flags[apfb_slot(level)], col_match);
+      mb_append(next, (unsigned long long*)&flags[apfb_slot(level)], col_match);
     }
   } else if (col_match == -1) {                                  // Alg. 2 line 14 / 4 line 18
     if (WR) bfs_array[my_root] = NEG_ROW ? -row : APFB_L0 - 2;   // Alg. 4 line 19

@@ -54,12 +54,21 @@ __device__ __forceinline__ void gpr_publish(int* ring, int ring_mask, int stamp,
   }
 }
 
+// A label or mate written by other threads of the running launch. The persistent kernel
+// (L2 = true) reads them through L2 (__ldcg): a block's L1 may still hold a line from
+// before the last grid barrier, whereas the other kernels start after a kernel boundary.
+template <bool L2>
+__device__ __forceinline__ mb_index gpr_read(const mb_index* p) {
+  return L2 ? __ldcg(p) : *p;
+}
+
 // Lowest-label row in the column list `nbr[begin, end)`: the push-relabel scan of
 // Deveci et al. G-PR, Alg. 6 lines 5-12 (= Alg. 9 lines 4-11). Stops early once a row of
 // label psi_v - 1 is found, the least any neighbour can have (the neighbourhood invariant
 // psi(u) >= psi(v) - 1). Labels read here may be changed concurrently by other columns'
 // pushes; each read is of one aligned integer, so the scan sees some label each row had
 // during the launch, which is what the paper's race argument (Sec. III-B) allows.
+template <bool L2 = false>
 __device__ __forceinline__ mb_index gpr_min_row(const mb_index* __restrict__ nbr, mb_index begin,
                                                 mb_index end, const mb_index* psi_row,
                                                 mb_index psi_v, mb_index inf,
@@ -68,7 +77,7 @@ __device__ __forceinline__ mb_index gpr_min_row(const mb_index* __restrict__ nbr
   mb_index best = -1;
   for (mb_index e = begin; e < end; ++e) {
     const mb_index u = nbr[e];
-    const mb_index p = psi_row[u];
+    const mb_index p = gpr_read<L2>(psi_row + u);
     if (p < psi_min) {
       psi_min = p;
       best = u;
@@ -81,10 +90,55 @@ __device__ __forceinline__ mb_index gpr_min_row(const mb_index* __restrict__ nbr
 
 // True when column v is active: unmatched (-1), or its row was taken by another column
 // (mu_row[mu_col[v]] != v). A column with mu_col[v] == -2 is finished (Sec. III).
+template <bool L2 = false>
 __device__ __forceinline__ bool gpr_is_active(const mb_index* mu_row, const mb_index* mu_col,
                                               mb_index v) {
-  const mb_index mv = mu_col[v];
-  return mv == -1 || (mv >= 0 && mu_row[mv] != v);
+  const mb_index mv = gpr_read<L2>(mu_col + v);
+  return mv == -1 || (mv >= 0 && gpr_read<L2>(mu_row + mv) != v);
+}
+
+// The push of column v to its lowest-label row u (label psi_min; psi_min == inf: none),
+// Alg. 6 lines 13-19: mu(u) = v, mu(v) = u, relabel v and u; or v is finished (-2).
+__device__ __forceinline__ void gpr_push_col(mb_index v, mb_index u, mb_index psi_min,
+                                             mb_index inf, mb_index* mu_row, mb_index* mu_col,
+                                             mb_index* psi_row, mb_index* psi_col) {
+  if (psi_min < inf) {  // Alg. 6 lines 13-17
+    mu_row[u] = v;
+    mu_col[v] = u;
+    psi_col[v] = psi_min + 1;
+    psi_row[u] = psi_min + 2;
+  } else {
+    mu_col[v] = -2;  // Alg. 6 line 19
+  }
+}
+
+// The push of slot i's column v of the active list of iteration `loop`, Alg. 9 lines
+// 12-22: the push of Alg. 6 unless u's mate w is itself listed in this iteration
+// (iA(w) == loop, line 13); the displaced column w, or -1, goes to ap[i] (line 18); a
+// finished column clears both entries (lines 20-22). See gpr_push_active for the races.
+template <bool L2 = false>
+__device__ __forceinline__ void gpr_push_listed(long long i, mb_index v, mb_index u,
+                                                mb_index psi_min, mb_index inf,
+                                                mb_index* mu_row, mb_index* mu_col,
+                                                mb_index* psi_row, mb_index* psi_col,
+                                                mb_index* ac, mb_index* ap, const int* ia,
+                                                int loop) {
+  if (psi_min < inf) {
+    const mb_index w = gpr_read<L2>(mu_row + u);
+    if (w == -1 || (L2 ? __ldcg(ia + w) : ia[w]) != loop) {  // Alg. 9 line 13
+      mu_row[u] = v;
+      mu_col[v] = u;
+      psi_col[v] = psi_min + 1;
+      psi_row[u] = psi_min + 2;
+      ap[i] = w;  // Alg. 9 line 18
+    } else {
+      ap[i] = -1;
+    }
+  } else {  // Alg. 9 lines 20-22
+    mu_col[v] = -2;
+    ac[i] = -1;
+    ap[i] = -1;
+  }
 }
 
 // ---- Warp-cooperative scans ("scan = warp" in the driver) -------------------------------
@@ -108,6 +162,7 @@ __device__ __forceinline__ long long gpr_warp_count() {
 // group the lowest label wins, ties to the earliest neighbour, and the walk stops after
 // the group where the minimum reaches psi_v - 1 (Alg. 6 lines 5-12 with the early exit
 // tested once per 32 neighbours).
+template <bool L2 = false>
 __device__ __forceinline__ mb_index gpr_warp_min_row(const mb_index* __restrict__ nbr,
                                                      mb_index begin, mb_index end,
                                                      const mb_index* psi_row, mb_index psi_v,
@@ -121,7 +176,7 @@ __device__ __forceinline__ mb_index gpr_warp_min_row(const mb_index* __restrict_
     mb_index u = -1;
     if (e < end) {
       u = nbr[e];
-      p = psi_row[u];
+      p = gpr_read<L2>(psi_row + u);
     }
     // (label, lane) as one key: the butterfly minimum gives every lane the lowest label,
     // ties to the lowest lane, i.e. the earliest neighbour.
@@ -280,14 +335,7 @@ __global__ void gpr_push_first(mb_index n, const mb_index* __restrict__ col_ptr,
     mb_index psi_min;
     const mb_index u =
         gpr_min_row(col_ind, col_ptr[v], col_ptr[v + 1], psi_row, psi_col[v], inf, &psi_min);
-    if (psi_min < inf) {  // Alg. 6 lines 13-17
-      mu_row[u] = v;
-      mu_col[v] = u;
-      psi_col[v] = psi_min + 1;
-      psi_row[u] = psi_min + 2;
-    } else {
-      mu_col[v] = -2;  // Alg. 6 line 19
-    }
+    gpr_push_col(v, u, psi_min, inf, mu_row, mu_col, psi_row, psi_col);  // Alg. 6 l. 13-19
   }
   gpr_publish(ring, ring_mask, stamp, found);
 }
@@ -315,16 +363,7 @@ __global__ void gpr_push_first_warp(mb_index n, const mb_index* __restrict__ col
       mb_index psi_min;
       const mb_index u = gpr_warp_min_row(col_ind, col_ptr[v], col_ptr[v + 1], psi_row,
                                           psi_col[v], inf, &psi_min);
-      if (lane == 0) {
-        if (psi_min < inf) {  // Alg. 6 lines 13-17
-          mu_row[u] = v;
-          mu_col[v] = u;
-          psi_col[v] = psi_min + 1;
-          psi_row[u] = psi_min + 2;
-        } else {
-          mu_col[v] = -2;  // Alg. 6 line 19
-        }
-      }
+      if (lane == 0) gpr_push_col(v, u, psi_min, inf, mu_row, mu_col, psi_row, psi_col);
       __syncwarp();
     }
   }
@@ -391,22 +430,7 @@ __global__ void gpr_push_active(const mb_index* __restrict__ col_ptr,
     mb_index psi_min;
     const mb_index u =
         gpr_min_row(col_ind, col_ptr[v], col_ptr[v + 1], psi_row, psi_col[v], inf, &psi_min);
-    if (psi_min < inf) {
-      const mb_index w = mu_row[u];
-      if (w == -1 || ia[w] != loop) {  // Alg. 9 line 13
-        mu_row[u] = v;
-        mu_col[v] = u;
-        psi_col[v] = psi_min + 1;
-        psi_row[u] = psi_min + 2;
-        ap[i] = w;  // Alg. 9 line 18
-      } else {
-        ap[i] = -1;
-      }
-    } else {  // Alg. 9 lines 20-22
-      mu_col[v] = -2;
-      ac[i] = -1;
-      ap[i] = -1;
-    }
+    gpr_push_listed(i, v, u, psi_min, inf, mu_row, mu_col, psi_row, psi_col, ac, ap, ia, loop);
   }
 }
 
@@ -431,24 +455,8 @@ __global__ void gpr_push_active_warp(const mb_index* __restrict__ col_ptr,
     mb_index psi_min;
     const mb_index u =
         gpr_warp_min_row(col_ind, col_ptr[v], col_ptr[v + 1], psi_row, psi_col[v], inf, &psi_min);
-    if (lane == 0) {
-      if (psi_min < inf) {
-        const mb_index w = mu_row[u];
-        if (w == -1 || ia[w] != loop) {  // Alg. 9 line 13
-          mu_row[u] = v;
-          mu_col[v] = u;
-          psi_col[v] = psi_min + 1;
-          psi_row[u] = psi_min + 2;
-          ap[i] = w;  // Alg. 9 line 18
-        } else {
-          ap[i] = -1;
-        }
-      } else {  // Alg. 9 lines 20-22
-        mu_col[v] = -2;
-        ac[i] = -1;
-        ap[i] = -1;
-      }
-    }
+    if (lane == 0)
+      gpr_push_listed(i, v, u, psi_min, inf, mu_row, mu_col, psi_row, psi_col, ac, ap, ia, loop);
     __syncwarp();
   }
 }
@@ -500,3 +508,456 @@ __global__ void gpr_fix_matching(mb_index n, const mb_index* __restrict__ mu_row
 }
 
 }  // extern "C"
+
+// ---------------------------------------------------------------------------------------
+// Persistent G-PR (persistent = true in the driver; beyond the paper)
+//
+// The host loop above pays a kernel launch per push iteration and per BFS level, and on the
+// RCP-permuted meshes G-PR runs thousands of each, every one a few microseconds of work.
+// Each level of its G-GR also scans all m rows to find the level's frontier. gpr_persistent
+// runs the whole of Alg. 3 (G-PR-First) or Alg. 7 (G-PR-NoShr, G-PR-Shr) in one
+// cooperative launch of a co-resident grid (the driver sizes it from the occupancy
+// calculator), with a grid-wide barrier (mb_grid_sync) where the host loop has a kernel
+// boundary. The steps of every push, INITKRNL and relabel are the paper's; what changes:
+// - G-GR (Alg. 4-5) reads each level's rows from a frontier queue instead of testing
+//   psi(u) == cLevel for every row (Alg. 5 line 2). A column is claimed with an atomic
+//   compare-and-swap on psi(v) (inf -> cLevel + 1), so its matched row is queued once;
+//   the paper's plain stores let several rows label v with the same value, so the labels
+//   are the paper's. Its maxLevel is the paper's: 2 x the G-GR-KRNL calls, the last one
+//   being the first that adds no row.
+// - Adjacency walks are split by degree and by the number of vertices at hand: a frontier
+//   row's or listed column's by a group of G lanes (G = 1 when the vertices outnumber the
+//   threads, up to 32 when there are few; gpr_group_size), by the warp when it has >= 32
+//   entries, and a frontier row's by the whole block when it has >= 1024. On the
+//   RCP-permuted meshes most levels and lists are far smaller than the grid, and a
+//   vertex's neighbours are then read at once instead of one after the other. Which
+//   thread runs a step changes, not the step (G neighbours per early-exit test).
+// - Shrinking (Alg. 7 lines 11-13) compacts the list in order with a prefix sum over the
+//   blocks' counts (CuPy's scan, which the host loop uses, cannot run inside a kernel).
+// - GETITERGR is computed on the device with the rule of relabel_interval (gpr.py).
+// Decisions (frontier empty, active columns left, list length) are taken by every block
+// from values read after a barrier that nobody writes before the next one, so all blocks
+// follow the same path. Counts and flags rotate over three slots: the step that uses slot
+// s sets s + 1 to 0, whose last reader finished before the previous barrier. Data written
+// by other blocks during the launch (labels, mates, lists, queues, iA) is read through L2.
+// A time limit (limit_ns, 0 = none) is checked before each global relabel; when it has
+// passed, block 0 sets the abort word and every block leaves at its next barrier.
+
+// pctl slots (long long), kept in step with the _P_* constants of gpr.py.
+#define GPR_P_BAR 0         // grid barrier word (low 32 bits), see mb_grid_sync
+#define GPR_P_ABORT 1       // 1: a barrier wait timed out; 2: the time limit passed
+#define GPR_P_QCNT 2        // 2..4: rotating frontier-queue counts (G-GR levels)
+#define GPR_P_ACT 5         // 5..7: rotating "an active column was seen" flags
+#define GPR_P_LEN 8         // in: unmatched columns (the lists' length); out: final length
+#define GPR_P_PUSHES 9      // out: push iterations that found active columns
+#define GPR_P_RELABELS 10   // out: global relabels
+#define GPR_P_LEVELS 11     // out: G-GR-KRNL calls of the paper's loop
+#define GPR_P_MAXLEVEL 12   // out: maxLevel of the last global relabel
+#define GPR_P_SHRINKS 13    // out: shrinks
+#define GPR_P_SYNCS 14      // out: grid barriers
+#define GPR_P_LOOPS 15      // out: push iterations run (the last one, finding none, too)
+#define GPR_P_RELABEL_NS 16 // out: nanoseconds from each relabel's start to its last barrier
+#define GPR_P_SIZE 24
+#define GPR_P_WARP_MIN 32     // adjacency walks of >= this many entries go to a warp
+#define GPR_P_BLOCK_MIN 1024  // BFS rows of >= this many entries go to the whole block
+#define GPR_P_MAX_THREADS 1024
+#define GPR_SHRINK_MIN 512    // Alg. 7 line 11; SHRINK_MIN in gpr.py
+
+// GETITERGR (Alg. 3 line 7), as relabel_interval in gpr.py: max(1, ceil(k * base)) with
+// base = 1 (fix) or maxLevel (adaptive), less a tolerance of 1e-9 against rounding up.
+__device__ __forceinline__ long long gpr_interval(int adaptive, double k, long long max_level) {
+  const double base = adaptive ? (double)(max_level > 1 ? max_level : 1) : 1.0;
+  const long long r = (long long)ceil(k * base - 1e-9);
+  return r < 1 ? 1 : r;
+}
+
+// Alg. 5 lines 3-8 for the entry v of a frontier row's adjacency at level cLevel: claim an
+// unvisited column (label cLevel + 1) and queue its matched row (label cLevel + 2).
+__device__ __forceinline__ void gpr_p_visit(mb_index v, mb_index level, mb_index inf,
+                                            const mb_index* mu_row, const mb_index* mu_col,
+                                            mb_index* psi_row, mb_index* psi_col,
+                                            mb_index* next, unsigned long long* next_count) {
+  if (__ldcg(psi_col + v) != inf) return;                          // Alg. 5 line 4
+  if (mb_cas(psi_col + v, inf, level + 1) != inf) return;          // line 5, claimed once
+  const mb_index w = __ldcg(mu_col + v);
+  if (w > -1 && __ldcg(mu_row + w) == v) {                          // Alg. 5 line 6
+    psi_row[w] = level + 2;                                         // line 7
+    mb_append(next, next_count, w);                                 // uAdded (line 8)
+  }
+}
+
+// One G-GR-KRNL call (Alg. 5) over the rows of the frontier queue `cur` (cnt rows, label
+// `level`), appending the rows it labels to `next`. A row goes to a group of G lanes (a
+// power of two <= 32, the same for the whole level), which stride over its adjacency;
+// rows of >= 32 entries go to the whole warp when G < 32, rows of >= 1024 to the block.
+// The loop over the queue is uniform per block (cnt is), so the block barriers are safe.
+__device__ __forceinline__ void gpr_p_bfs_level(const mb_index* __restrict__ row_ptr,
+                                                const mb_index* __restrict__ row_ind,
+                                                const mb_index* cur, long long cnt,
+                                                mb_index* next, unsigned long long* next_count,
+                                                mb_index level, mb_index inf,
+                                                const mb_index* mu_row, const mb_index* mu_col,
+                                                mb_index* psi_row, mb_index* psi_col,
+                                                mb_index* s_big, int* s_nbig, int G) {
+  const int lane = threadIdx.x & 31;
+  const int sub = threadIdx.x & (G - 1);
+  const long long per = blockDim.x / G;  // rows per block and round
+  const long long stride = (long long)gridDim.x * per;
+  for (long long base = (long long)blockIdx.x * per; base < cnt; base += stride) {
+    const long long i = base + threadIdx.x / G;
+    mb_index u = -1, beg = 0, deg = 0;
+    if (i < cnt) {
+      u = __ldcg(cur + i);
+      beg = row_ptr[u];
+      deg = row_ptr[u + 1] - beg;
+    }
+    if (threadIdx.x == 0) *s_nbig = 0;
+    __syncthreads();
+    if (deg >= GPR_P_BLOCK_MIN) {  // block tier
+      if (sub == 0) s_big[atomicAdd(s_nbig, 1)] = u;
+      deg = 0;
+    }
+    __syncthreads();
+    for (int b = 0; b < *s_nbig; ++b) {
+      const mb_index bu = s_big[b];
+      const mb_index end = row_ptr[bu + 1];
+      for (mb_index e = row_ptr[bu] + threadIdx.x; e < end; e += blockDim.x)
+        gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
+                    next_count);
+    }
+    // Warp tier (groups smaller than a warp only).
+    unsigned big = __ballot_sync(GPR_FULL_MASK, G < 32 && sub == 0 && deg >= GPR_P_WARP_MIN);
+    while (big) {
+      const int src = __ffs(big) - 1;
+      big &= big - 1;
+      const mb_index wbeg = __shfl_sync(GPR_FULL_MASK, beg, src);
+      const mb_index wend = wbeg + __shfl_sync(GPR_FULL_MASK, deg, src);
+      for (mb_index e = wbeg + lane; e < wend; e += 32)
+        gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
+                    next_count);
+    }
+    if (deg < GPR_P_WARP_MIN || G == 32)  // group tier
+      for (mb_index e = beg + sub; e < beg + deg; e += G)
+        gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
+                    next_count);
+    __syncthreads();  // s_big / s_nbig are reused by the next round
+  }
+}
+
+// Lanes per vertex for `items` vertices over `threads` threads: the largest power of two
+// <= 32 with items x G <= threads (1 when the items outnumber the threads). Small
+// frontiers and lists then walk each adjacency with several lanes instead of one.
+__device__ __forceinline__ int gpr_group_size(long long items, long long threads) {
+  int G = 1;
+  while (G < 32 && 2LL * G * items <= threads) G <<= 1;
+  return G;
+}
+
+// Lowest-label row among nbr[begin, end) for a group of G lanes (aligned, a power of two
+// <= 32; each group passes its own uniform arguments, an empty range for none). Every
+// lane of the warp must call: the rounds are uniform over the warp. As gpr_warp_min_row
+// with G neighbours per round: the lowest label wins, ties to the earliest neighbour,
+// and a group stops after the round in which its minimum reaches psi_v - 1 (Alg. 6
+// lines 5-12, the early exit tested once per G neighbours; G = 1 is the paper's loop).
+__device__ __forceinline__ mb_index gpr_group_min_row(const mb_index* __restrict__ nbr,
+                                                      mb_index begin, mb_index end,
+                                                      const mb_index* psi_row, mb_index psi_v,
+                                                      mb_index inf, int G,
+                                                      mb_index* psi_min_out) {
+  const int lane = threadIdx.x & 31;
+  const int sub = lane & (G - 1);
+  mb_index psi_min = inf;
+  mb_index best = -1;
+  bool done = begin >= end;
+  while (__any_sync(GPR_FULL_MASK, !done)) {
+    const mb_index e = begin + sub;
+    mb_index p = inf, u = -1;
+    if (!done && e < end) {
+      u = nbr[e];
+      p = __ldcg(psi_row + u);
+    }
+    long long key = ((long long)p << 5) | sub;
+    for (int o = 1; o < G; o <<= 1) {
+      const long long other = __shfl_xor_sync(GPR_FULL_MASK, key, o);
+      key = other < key ? other : key;
+    }
+    u = __shfl_sync(GPR_FULL_MASK, u, (lane & ~(G - 1)) | (int)(key & 31));
+    p = (mb_index)(key >> 5);
+    if (!done) {
+      if (p < psi_min) {
+        psi_min = p;
+        best = u;
+      }
+      begin += G;
+      done = psi_min == psi_v - 1 || begin >= end;
+    }
+  }
+  *psi_min_out = psi_min;
+  return best;
+}
+
+// Block-wide exclusive prefix count of `flag` (every thread calls; blockDim.x a multiple
+// of 32); returns this thread's rank among the flagged threads and the block's total.
+__device__ __forceinline__ int gpr_block_rank(bool flag, int* s_warp, int* total) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const unsigned bal = __ballot_sync(GPR_FULL_MASK, flag);
+  __syncthreads();  // s_warp's previous use is over
+  if (lane == 0) s_warp[warp] = __popc(bal);
+  __syncthreads();
+  int before = 0, sum = 0;
+  const int warps = blockDim.x >> 5;
+  for (int w = 0; w < warps; ++w) {
+    if (w == warp) before = sum;
+    sum += s_warp[w];
+  }
+  *total = sum;
+  return before + __popc(bal & ((1u << lane) - 1u));
+}
+
+extern "C" __global__ void __launch_bounds__(GPR_P_MAX_THREADS)
+    gpr_persistent(mb_index m, mb_index n, const mb_index* __restrict__ row_ptr,
+                   const mb_index* __restrict__ row_ind, const mb_index* __restrict__ col_ptr,
+                   const mb_index* __restrict__ col_ind, mb_index* mu, mb_index* psi,
+                   mb_index inf, mb_index* list0, mb_index* list1, int* ia, mb_index* queue,
+                   long long* blk, long long* pctl, int variant, int adaptive, double k,
+                   unsigned long long limit_ns, unsigned long long timeout_ns) {
+  __shared__ mb_index s_big[GPR_P_MAX_THREADS];
+  __shared__ int s_nbig;
+  __shared__ int s_warp[GPR_P_MAX_THREADS / 32];
+  __shared__ long long s_sum[2];
+  mb_index* mu_row = mu;
+  mb_index* mu_col = mu + m;
+  mb_index* psi_row = psi;
+  mb_index* psi_col = psi + m;
+  unsigned int* bar = (unsigned int*)&pctl[GPR_P_BAR];
+  int* abort = (int*)&pctl[GPR_P_ABORT];
+  const bool lead = blockIdx.x == 0 && threadIdx.x == 0;
+  const int lane = threadIdx.x & 31;
+  const long long gtid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long gthreads = (long long)gridDim.x * blockDim.x;
+  const long long warp_id = gtid >> 5, warp_count = gthreads >> 5;
+  const unsigned long long t_start = mb_globaltimer();
+  long long len = pctl[GPR_P_LEN];  // written again only at the end, by block 0
+  long long loop = 0, pushes = 0, relabels = 0, levels = 0, max_level = 0, shrinks = 0;
+  long long syncs = 0, qt = 0, interval = 0, t = 0;
+  unsigned long long relabel_ns = 0, t_gr = 0;
+  bool found = false, act = false, shrink = false;
+  mb_index* ac = list0;  // Alg. 7's Ac and Ap, swapped after every push
+  mb_index* ap = list1;
+
+#define GPR_P_SYNC()                                    \
+  do {                                                  \
+    ++syncs;                                            \
+    if (!mb_grid_sync(bar, abort, timeout_ns)) goto done; \
+  } while (0)
+
+  while (true) {
+    // ---- G-GR (Alg. 4) with a frontier queue: Alg. 3 lines 5-7 / Alg. 7 lines 6-10 ----
+    if (lead) {
+      t_gr = mb_globaltimer();
+      if (limit_ns != 0 && t_gr - t_start > limit_ns) atomicExch(abort, 2);
+    }
+    // INITRELABEL (Alg. 4 line 1); the unmatched rows form the frontier of level 0. Queue
+    // index qt: half qt & 1, count slot qt % 3 (0: the previous BFS ended on it, or the
+    // driver zeroed it).
+    if (lead) pctl[GPR_P_QCNT + (qt + 1) % 3] = 0;
+    {
+      mb_index* q0 = queue + (qt & 1) * (long long)m;
+      unsigned long long* c0 = (unsigned long long*)&pctl[GPR_P_QCNT + qt % 3];
+      for (long long u = gtid; u < m; u += gthreads) {
+        const bool free_row = __ldcg(mu_row + u) == -1;
+        psi_row[u] = free_row ? 0 : inf;
+        if (free_row) mb_append(q0, c0, (mb_index)u);
+      }
+      for (long long v = gtid; v < n; v += gthreads) psi_col[v] = inf;
+    }
+    GPR_P_SYNC();
+    for (t = 0;; ++t, ++qt) {  // Alg. 4 lines 3-6: one G-GR-KRNL per level pair
+      const long long cnt = __ldcg(&pctl[GPR_P_QCNT + qt % 3]);
+      if (cnt == 0) break;
+      if (lead) pctl[GPR_P_QCNT + (qt + 2) % 3] = 0;
+      gpr_p_bfs_level(row_ptr, row_ind, queue + (qt & 1) * (long long)m, cnt,
+                      queue + ((qt + 1) & 1) * (long long)m,
+                      (unsigned long long*)&pctl[GPR_P_QCNT + (qt + 1) % 3], (mb_index)(2 * t),
+                      inf, mu_row, mu_col, psi_row, psi_col, s_big, &s_nbig,
+                      gpr_group_size(cnt, gthreads));
+      GPR_P_SYNC();
+    }
+    // The paper's loop calls G-GR-KRNL once more than there were levels that added rows
+    // (at least once); maxLevel = cLevel after the loop (Alg. 4 line 8).
+    t = t > 1 ? t : 1;
+    levels += t;
+    max_level = 2 * t;
+    ++relabels;
+    if (lead) relabel_ns += mb_globaltimer() - t_gr;
+    interval = gpr_interval(adaptive, k, max_level);
+
+    // ---- push iterations until the next relabel (Alg. 3 lines 8-10 / Alg. 7 11-19) ----
+    for (long long it = 0; it < interval; ++it) {
+      const int slot = GPR_P_ACT + (int)(loop % 3);
+      if (lead) pctl[GPR_P_ACT + (loop + 1) % 3] = 0;
+      ++loop;
+      if (variant == 0) {
+        // G-PR-KRNL (Alg. 6) over all columns, 32 per warp; walks split by degree.
+        found = false;
+        for (long long tile = warp_id * 32; tile < n; tile += warp_count * 32) {
+          const long long v = tile + lane;
+          const bool active = v < n && gpr_is_active<true>(mu_row, mu_col, v);  // line 3
+          found |= active;
+          mb_index beg = 0, deg = 0, psi_min;
+          if (active) {
+            beg = col_ptr[v];
+            deg = col_ptr[v + 1] - beg;
+          }
+          if (active && deg < GPR_P_WARP_MIN) {
+            const mb_index u = gpr_min_row<true>(col_ind, beg, beg + deg, psi_row,
+                                                 __ldcg(psi_col + v), inf, &psi_min);
+            gpr_push_col(v, u, psi_min, inf, mu_row, mu_col, psi_row, psi_col);
+          }
+          unsigned big = __ballot_sync(GPR_FULL_MASK, active && deg >= GPR_P_WARP_MIN);
+          while (big) {
+            const int src = __ffs(big) - 1;
+            big &= big - 1;
+            const mb_index wv = tile + src;
+            const mb_index wbeg = __shfl_sync(GPR_FULL_MASK, beg, src);
+            const mb_index wend = wbeg + __shfl_sync(GPR_FULL_MASK, deg, src);
+            const mb_index u = gpr_warp_min_row<true>(col_ind, wbeg, wend, psi_row,
+                                                      __ldcg(psi_col + wv), inf, &psi_min);
+            if (lane == 0) gpr_push_col(wv, u, psi_min, inf, mu_row, mu_col, psi_row, psi_col);
+            __syncwarp();
+          }
+        }
+        if (__syncthreads_or(found) && threadIdx.x == 0) pctl[slot] = 1;  // actExists
+        GPR_P_SYNC();
+        act = __ldcg(&pctl[slot]) != 0;
+        if (!act) goto finished;  // Alg. 3 line 12: no active column was left
+        ++pushes;
+        continue;
+      }
+      // G-PR-INITKRNL (Alg. 8) for iteration `loop` (the stamp; see gpr_init_active).
+      found = false;
+      for (long long i = gtid; i < len; i += gthreads) {
+        const mb_index v = __ldcg(ap + i);
+        if (v != -1 && gpr_is_active<true>(mu_row, mu_col, v)) ac[i] = v;  // lines 4-6
+        const mb_index c = __ldcg(ac + i);                                  // line 8
+        if (c != -1) {
+          ia[c] = (int)loop;  // line 10
+          found = true;
+        }
+      }
+      shrink = variant == 2 && it == 0 && len >= GPR_SHRINK_MIN;  // Alg. 7 line 11
+      if (__syncthreads_or(found) && threadIdx.x == 0) pctl[slot] = 1;  // actExists
+      GPR_P_SYNC();
+      act = __ldcg(&pctl[slot]) != 0;
+      if (!act) goto finished;  // Alg. 7 line 5 / 19: no active column was left
+      ++pushes;
+      if (shrink) {
+        // G-PR-SHRKRNL (Alg. 7 line 12): the listed columns of Ac, in order, to the front
+        // of Ap. Block b owns entries [b chunk, (b + 1) chunk); counts, barrier, offsets.
+        const long long chunk = (len + gridDim.x - 1) / gridDim.x;
+        const long long lo = blockIdx.x * chunk;
+        const long long hi = lo + chunk < len ? lo + chunk : len;
+        long long mine = 0;
+        for (long long b0 = lo; b0 < hi; b0 += blockDim.x) {
+          const long long i = b0 + threadIdx.x;
+          mine += __syncthreads_count(i < hi && __ldcg(ac + i) != -1);
+        }
+        if (threadIdx.x == 0) blk[blockIdx.x] = mine;
+        GPR_P_SYNC();
+        if (threadIdx.x == 0) s_sum[0] = s_sum[1] = 0;
+        __syncthreads();
+        long long before = 0, all = 0;
+        for (long long b = threadIdx.x; b < gridDim.x; b += blockDim.x) {
+          const long long x = __ldcg(blk + b);
+          all += x;
+          if (b < blockIdx.x) before += x;
+        }
+        atomicAdd((unsigned long long*)&s_sum[0], (unsigned long long)before);
+        atomicAdd((unsigned long long*)&s_sum[1], (unsigned long long)all);
+        __syncthreads();
+        long long at = s_sum[0];
+        for (long long b0 = lo; b0 < hi; b0 += blockDim.x) {
+          const long long i = b0 + threadIdx.x;
+          const mb_index v = i < hi ? __ldcg(ac + i) : -1;
+          int tile_total;
+          const int rank = gpr_block_rank(v != -1, s_warp, &tile_total);
+          if (v != -1) ap[at + rank] = v;
+          at += tile_total;
+        }
+        len = s_sum[1];
+        ++shrinks;
+        GPR_P_SYNC();
+        mb_index* tmp = ac;  // the push reads the compacted list; Ac is back after the swap
+        ac = ap;
+        ap = tmp;
+      }
+      // G-PR-PUSHKRNL (Alg. 9) over the list: a group of G lanes per slot (gpr_group_size),
+      // 32 / G slots per warp and round; columns of >= 32 entries to the whole warp.
+      {
+        const int G = gpr_group_size(len, gthreads);
+        const int sub = lane & (G - 1);
+        const long long spw = 32 / G;
+        for (long long t0 = warp_id * spw; t0 < len; t0 += warp_count * spw) {
+          const long long i = t0 + lane / G;
+          mb_index v = -1, beg = 0, deg = 0, psi_min;
+          if (i < len) {
+            v = __ldcg(ac + i);
+            if (v == -1) {
+              if (sub == 0) ap[i] = -1;  // Alg. 9 line 24
+            } else {
+              beg = col_ptr[v];
+              deg = col_ptr[v + 1] - beg;
+            }
+          }
+          const bool grp = v != -1 && (deg < GPR_P_WARP_MIN || G == 32);
+          const mb_index u = gpr_group_min_row(col_ind, grp ? beg : 0, grp ? beg + deg : 0,
+                                               psi_row, grp ? __ldcg(psi_col + v) : 0, inf, G,
+                                               &psi_min);
+          if (grp && sub == 0)
+            gpr_push_listed<true>(i, v, u, psi_min, inf, mu_row, mu_col, psi_row, psi_col, ac,
+                                  ap, ia, (int)loop);
+          unsigned big = __ballot_sync(GPR_FULL_MASK,
+                                       G < 32 && sub == 0 && v != -1 && deg >= GPR_P_WARP_MIN);
+          while (big) {
+            const int src = __ffs(big) - 1;
+            big &= big - 1;
+            const mb_index wv = __shfl_sync(GPR_FULL_MASK, v, src);
+            const mb_index wbeg = __shfl_sync(GPR_FULL_MASK, beg, src);
+            const mb_index wend = wbeg + __shfl_sync(GPR_FULL_MASK, deg, src);
+            const mb_index wu = gpr_warp_min_row<true>(col_ind, wbeg, wend, psi_row,
+                                                       __ldcg(psi_col + wv), inf, &psi_min);
+            if (lane == 0)
+              gpr_push_listed<true>(t0 + src / G, wv, wu, psi_min, inf, mu_row, mu_col,
+                                    psi_row, psi_col, ac, ap, ia, (int)loop);
+            __syncwarp();
+          }
+        }
+      }
+      GPR_P_SYNC();
+      // Alg. 7 line 18: swap Ac and Ap.
+      mb_index* tmp = ac;
+      ac = ap;
+      ap = tmp;
+    }
+  }
+
+finished:
+  // FIXMATCHING (Alg. 3 line 11 / Alg. 7 line 20), after the barrier of the last step.
+  for (long long v = gtid; v < n; v += gthreads) {
+    const mb_index mv = __ldcg(mu_col + v);
+    if (mv < 0 || __ldcg(mu_row + mv) != v) mu_col[v] = -1;
+  }
+done:
+  if (lead) {
+    pctl[GPR_P_LEN] = len;
+    pctl[GPR_P_PUSHES] = pushes;
+    pctl[GPR_P_RELABELS] = relabels;
+    pctl[GPR_P_LEVELS] = levels;
+    pctl[GPR_P_MAXLEVEL] = max_level;
+    pctl[GPR_P_SHRINKS] = shrinks;
+    pctl[GPR_P_SYNCS] = syncs;
+    pctl[GPR_P_LOOPS] = loop;
+    pctl[GPR_P_RELABEL_NS] = (long long)relabel_ns;
+  }
+#undef GPR_P_SYNC
+}

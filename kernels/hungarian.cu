@@ -54,7 +54,7 @@ typedef double dual_t;
 #define HUNG_ERR 4    // 1: a dual update found no uncovered column (no finite theta)
 #define HUNG_DONE 5   // blocks of a fused expansion that have finished (see "Fused contraction")
 // Persistent kernel only:
-#define HUNG_BAR 6     // grid barrier word (see hungarian_grid_sync)
+#define HUNG_BAR 6     // grid barrier word (see mb_grid_sync in common.cuh)
 #define HUNG_ABORT 7   // set by a block whose barrier wait timed out; the others then leave
 #define HUNG_CNT 8     // HUNG_CNT + 0..2: sizes of the rotating frontiers
 #define HUNG_LEVELS 11 // counters written at the end: BFS levels, phases, dual updates,
@@ -738,57 +738,6 @@ extern "C" __global__ void hungarian_augment(const int* __restrict__ Faug,
 #define HUNG_PERSIST_THREADS 256  // block size of the persistent kernel: 32 columns x 8 lanes
 #define HUNG_LANE_BATCH 8         // cost loads a lane issues before it compares
 
-__device__ __forceinline__ unsigned long long hungarian_globaltimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Grid-wide barrier of a co-resident grid (every thread of every block calls it). The
-// scheme of CUDA's cooperative-groups grid sync, without its headers: each block's thread
-// 0 adds 1 to the barrier word, block 0 adds 2^31 - (gridDim.x - 1), so the arrivals of one
-// barrier add exactly 2^31 and the last one flips the top bit, which releases the waiters
-// (a sense reversal); the word needs no reset. The fences publish the block's writes
-// before it arrives and order its later reads after the release. A wait longer than
-// `timeout_ns` (a grid that is not co-resident, or blocks that took different paths: a
-// bug) sets ctrl[HUNG_ABORT]; a waiter that sees it gives up too. Returns false when this
-// block gave up.
-__device__ bool hungarian_grid_sync(unsigned int* bar, int* ctrl, unsigned long long timeout_ns) {
-  __shared__ int s_ok;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned int add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1) : 1u;
-    __threadfence();
-    const unsigned int old = atomicAdd(bar, add);
-    int ok = 1;
-    unsigned int spins = 0;
-    unsigned long long t0 = 0;
-    // The low 31 bits are 0 between barriers (ctrl is zeroed before the launch), so the top
-    // bit flips exactly at the last arrival: that block goes on without a polling round trip.
-    const bool last = ((old ^ (old + add)) & 0x80000000u) != 0;
-    while (!last && ((old ^ *(volatile unsigned int*)bar) & 0x80000000u) == 0) {
-      if ((++spins & 1023u) == 0) {
-        if (*(volatile int*)&ctrl[HUNG_ABORT]) {
-          ok = 0;
-          break;
-        }
-        const unsigned long long t = hungarian_globaltimer();
-        if (t0 == 0) {
-          t0 = t;
-        } else if (t - t0 > timeout_ns) {
-          atomicExch(&ctrl[HUNG_ABORT], 1);
-          ok = 0;
-          break;
-        }
-      }
-    }
-    __threadfence();
-    s_ok = ok;
-  }
-  __syncthreads();
-  return s_ok != 0;
-}
-
 // Appends (row, ru) to a frontier for the threads of the warp with `take` set: one atomic
 // per warp on the count, then each taker writes its slot. Every lane of the warp must call.
 // Slots past `cap` are not written; they set HUNG_E_FRONTIER (a broken invariant), and the
@@ -927,7 +876,7 @@ extern "C" __global__ void __launch_bounds__(HUNG_PERSIST_THREADS)
         ctrl[HUNG_CNT + (f + 2) % 3] = 0;
       }
       ++syncs;
-      if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+      if (!mb_grid_sync(bar, &ctrl[HUNG_ABORT], timeout_ns)) goto done;
       ++f;
       fresh = false;
     }
@@ -1042,7 +991,7 @@ extern "C" __global__ void __launch_bounds__(HUNG_PERSIST_THREADS)
         }
         if (lead) ctrl[HUNG_CNT + (f + 2) % 3] = 0;
         ++syncs;
-        if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+        if (!mb_grid_sync(bar, &ctrl[HUNG_ABORT], timeout_ns)) goto done;
         ++f;
         fresh = false;
       }
@@ -1057,7 +1006,7 @@ extern "C" __global__ void __launch_bounds__(HUNG_PERSIST_THREADS)
         m = hungarian_block_min(m);
         if (tid == 0 && m < (dual_t)HUNG_INF) hungarian_atomic_min_pos(&theta2[duals & 1], m);
         ++syncs;
-        if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+        if (!mb_grid_sync(bar, &ctrl[HUNG_ABORT], timeout_ns)) goto done;
       }
       {
         const dual_t theta = __ldcg(&theta2[duals & 1]);
@@ -1091,7 +1040,7 @@ extern "C" __global__ void __launch_bounds__(HUNG_PERSIST_THREADS)
           hungarian_prefetch_rows(take, r, C, ld, n);
         }
         ++syncs;
-        if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+        if (!mb_grid_sync(bar, &ctrl[HUNG_ABORT], timeout_ns)) goto done;
         ++f;
         fresh = true;  // u of these rows changed in this step
       }
@@ -1104,12 +1053,12 @@ extern "C" __global__ void __launch_bounds__(HUNG_PERSIST_THREADS)
           !hungarian_reverse_walk(c0 + jl, Pr, Pc, Sr, Sc, aug, n + 1))
         ctrl[HUNG_ERR] = HUNG_E_WALK;
     ++syncs;
-    if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+    if (!mb_grid_sync(bar, &ctrl[HUNG_ABORT], timeout_ns)) goto done;
     for (int i = gtid; i < n; i += gthreads)
       if (__ldcg(&aug[i]) && !hungarian_augment_walk(i, Sr, Sc, Ar, Ac, n + 1))
         ctrl[HUNG_ERR] = HUNG_E_WALK;
     ++syncs;
-    if (!hungarian_grid_sync(bar, ctrl, timeout_ns)) goto done;
+    if (!mb_grid_sync(bar, &ctrl[HUNG_ABORT], timeout_ns)) goto done;
     if (__ldcg(&ctrl[HUNG_ERR])) goto done;
   }
 

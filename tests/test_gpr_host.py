@@ -108,8 +108,31 @@ def test_ctl_slots_match_kernel_source():
     assert int(defines["LEVEL"]) == gpr._CTL_LEVEL
     assert int(defines["LEN"]) == gpr._CTL_LEN
     assert int(defines["SIZE"]) == gpr._CTL_SIZE
-    names = set(re.findall(r"__global__ void (gpr_\w+)\(", src))
+    names = set(re.findall(r"__global__ void (?:__launch_bounds__\(\w+\)\s+)?(gpr_\w+)\(", src))
     assert names == set(gpr.KERNELS)
+
+
+def test_persistent_slots_match_kernel_source():
+    src = (ROOT / "kernels" / "gpr.cu").read_text()
+    defines = {k: int(v) for k, v in re.findall(r"#define GPR_P_(\w+) (\d+)", src)}
+    assert defines["ABORT"] == gpr._P_ABORT
+    assert defines["LEN"] == gpr._P_LEN
+    assert defines["RELABEL_NS"] == gpr._P_RELABEL_NS
+    assert defines["SIZE"] == gpr._P_SIZE
+    assert defines["MAX_THREADS"] == gpr._P_MAX_THREADS
+    names = {
+        "push_kernels": "PUSHES",
+        "global_relabels": "RELABELS",
+        "bfs_levels": "LEVELS",
+        "max_level": "MAXLEVEL",
+        "shrinks": "SHRINKS",
+        "grid_barriers": "SYNCS",
+        "loops": "LOOPS",
+    }
+    assert {k: defines[v] for k, v in names.items()} == gpr._P_COUNTERS
+    assert int(re.search(r"#define GPR_SHRINK_MIN (\d+)", src).group(1)) == gpr.SHRINK_MIN
+    # Both index widths must fit the slots: the largest slot is below the block's size.
+    assert max(defines[v] for v in names.values()) < defines["SIZE"]
 
 
 def test_ring_and_batches_fit():
@@ -120,7 +143,7 @@ def test_ring_and_batches_fit():
 # -- config and constructor -------------------------------------------------------------
 
 
-def test_config_defaults_are_the_papers_best_with_the_faster_scan():
+def test_config_defaults_are_the_papers_best_in_the_persistent_kernel():
     cfg = OmegaConf.load(ROOT / "conf" / "algorithm" / "gpr.yaml")
     solver = instantiate(cfg)
     assert isinstance(solver, GPR)
@@ -131,9 +154,11 @@ def test_config_defaults_are_the_papers_best_with_the_faster_scan():
         "variant": "shr",
         "strategy": "adaptive",
         "k": 0.7,
-        "threads": 256,
+        "threads": 512,
         "launch": "graph",
-        "scan": "warp",
+        "scan": "tiered",
+        "persistent": True,
+        "blocks_per_sm": 2,
     }
     # the class and the YAML file agree, so the solver is the same however it is built
     assert GPR().params == solver.params
@@ -146,7 +171,8 @@ def test_config_sweep_overrides(variant, strategy):
     solver = instantiate(cfg, variant=variant, strategy=strategy, k=1.5)
     assert (
         solver.variant()
-        == f"k=1.5,launch=graph,scan=warp,strategy={strategy},threads=256,variant={variant}"
+        == f"blocks_per_sm=2,k=1.5,launch=graph,persistent=True,scan=tiered,strategy={strategy},"
+        f"threads=512,variant={variant}"
     )
 
 
@@ -160,11 +186,23 @@ def test_config_sweep_overrides(variant, strategy):
         {"threads": 2048},
         {"launch": "async"},
         {"scan": "block"},
+        {"scan": "warp"},  # the persistent kernel (the default) has only tiered walks
+        {"persistent": False, "scan": "tiered"},
+        {"persistent": "yes"},
+        {"blocks_per_sm": 0},
     ],
 )
 def test_constructor_rejects_bad_parameters(kwargs):
     with pytest.raises(ValueError):
         GPR(**kwargs)
+
+
+def test_host_loop_defaults():
+    """persistent: false keeps the host loop's defaults (the paper's kernels, warp scan,
+    256 threads), which earlier benchmark runs measured."""
+    params = GPR(persistent=False).params
+    assert (params["scan"], params["threads"], params["persistent"]) == ("warp", 256, False)
+    assert GPR(persistent=False, scan="thread").params["scan"] == "thread"
 
 
 def test_constructor_does_not_import_cupy():
@@ -753,8 +791,10 @@ def _fake_time(variant: str, strategy: str, k: float) -> float:
     )
 
 
-@pytest.mark.parametrize("phases", [["fig1"], ["table", "fig1"]])
-def test_bench_phases_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch, phases):
+@pytest.mark.parametrize(
+    "phases,scans", [(["fig1"], ["warp", "thread"]), (["table", "fig1"], ["tiered", "warp"])]
+)
+def test_bench_phases_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch, phases, scans):
     """The script's plumbing on the CPU: a fake ``bench_config`` stands in for the GPU,
     reporting ``_fake_time`` and stopping the (fix, k) runs of RCP instances at the limit."""
     from matchbench.bench import mcm_gpr
@@ -769,6 +809,8 @@ def test_bench_phases_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch, phases):
         assert {k: solver.params[k] for k in ("variant", "strategy", "k", "scan")} == {
             k: label[k] for k in ("variant", "strategy", "k", "scan")
         }
+        # tiered is the persistent kernel; the other scans run the host loop
+        assert solver.params["persistent"] == (label["scan"] == "tiered")
         row = {"kind": "gpu", **base, **label}
         if label["strategy"] == "fix" and base["rcp"] and run_limit_s is not None:
             sink({**row, "rep": 0, "status": "timeout", "limit_s": run_limit_s})
@@ -792,7 +834,7 @@ def test_bench_phases_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch, phases):
     monkeypatch.setattr(mcm_gpr, "bench_config", fake_bench_config)
     out = tmp_path / "out"
     argv = ["--out", str(out), "--graph-dir", str(tmp_path / "g"), "--suite", "tiny"]
-    argv += ["--phases", *phases, "--scans", "warp", "thread", "--refs", "--no-apfb"]
+    argv += ["--phases", *phases, "--scans", *scans, "--refs", "--no-apfb"]
     argv += ["--order", "given", "--only", "grid:10", "kronecker:10", "--gen-workers", "2"]
     argv += ["--budget-s", "600", "--reps", "2", "--fig1-reps", "1", "--run-limit-s", "2"]
     assert mcm_gpr.main(argv) == 0
@@ -804,7 +846,7 @@ def test_bench_phases_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch, phases):
     if with_table:
         # Table I: the default under every scan, --reps timed runs, no limit.
         assert [(c[0], c[1]["scan"], c[2]) for c in table] == [
-            (n, s, 2) for n in order for s in ("warp", "thread")
+            (n, s, 2) for n in order for s in scans
         ]
     else:
         assert table == []
@@ -813,13 +855,16 @@ def test_bench_phases_end_to_end_with_a_fake_gpu(tmp_path, monkeypatch, phases):
     assert [(c[0], (c[1]["variant"], c[1]["strategy"], c[1]["k"])) for c in fig1] == [
         (n, cfg) for n in order for cfg in want
     ]
-    assert {(c[1]["scan"], c[2], c[3]) for c in fig1} == {("warp", 1, 2.0)}
+    assert {(c[1]["scan"], c[2], c[3]) for c in fig1} == {(scans[0], 1, 2.0)}
 
     rows = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["instance"] for r in rows if r["kind"] == "init") == sorted(order)
     report = (out / "report.md").read_text()
     assert ("### Table I analogue" in report) == with_table
-    assert "### Fig. 1 analogue (warp scan)" in report
+    assert ("### Fig. 1 analogue (warp scan)" in report) == (scans[0] == "warp")
+    assert ("### Fig. 1 analogue (persistent)" in report) == (scans[0] == "tiered")
+    if with_table:
+        assert "| G-PR persistent (ms) | G-PR warp scan (ms) |" in report
     assert "Instances the sweep reached: 4 of 4; with the full sweep" in report
     assert "stopped at the per-run limit): 4." in report
 

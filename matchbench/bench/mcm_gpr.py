@@ -14,9 +14,11 @@ On the GPU, in this order, while the time budget lasts (``--phases`` picks eithe
 phase alone; instances go smallest first, or in the order of ``--only`` with
 ``--order given``):
 
-1. Table I: G-PR with the paper's best configuration (G-PR-Shr, adaptive, 0.7) and
-   the eight APFB/APsB variants (:mod:`matchbench.solvers.gpu.apfb`, when present), one
-   warm-up and ``--reps`` timed runs each;
+1. Table I: G-PR with the paper's best configuration (G-PR-Shr, adaptive, 0.7) under
+   each of ``--scans`` (``tiered``: the persistent kernel; ``thread``, ``warp``: the
+   host loop) and the eight APFB/APsB variants with their default frontier queue
+   (:mod:`matchbench.solvers.gpu.apfb`, when present), one warm-up and ``--reps`` timed
+   runs each;
 2. Fig. 1: G-PR-First, G-PR-NoShr and G-PR-Shr under every (fix, k) and (adaptive, k),
    k in 0.3, 0.5, 0.7, 1, 1.5, 2, with the first of ``--scans``: one warm-up and
    ``--fig1-reps`` timed runs each, a run bounded by ``--run-limit-s``. The paper's
@@ -33,6 +35,7 @@ lines, written as they come; ``--report`` turns them into the markdown tables of
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import functools
 import itertools
@@ -56,8 +59,13 @@ GPR_LABEL = {"first": "G-PR-First", "noshr": "G-PR-NoShr", "shr": "G-PR-Shr"}
 K_VALUES = (0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
 PAIRS = [(s, k) for s in ("fix", "adaptive") for k in K_VALUES]
 DEFAULT = ("shr", "adaptive", 0.7)
+#: (algorithm, bfs, threads, frontier): the eight APFB/APsB variants with the frontier queue
+#: (their default since it was added; runs before it scanned, which rows record as "scan").
 APFB_VARIANTS = [
-    (alg, bfs, thr) for alg in ("apfb", "apsb") for bfs in ("plain", "wr") for thr in ("ct", "mt")
+    (alg, bfs, thr, "queue")
+    for alg in ("apfb", "apsb")
+    for bfs in ("plain", "wr")
+    for thr in ("ct", "mt")
 ]
 REFS = ("scipy_hk", "pr", "pfp")
 
@@ -149,6 +157,15 @@ def _apfb_available() -> bool:
     return (common.CONF_DIR / "apfb.yaml").is_file() and (common.CONF_DIR / "apsb.yaml").is_file()
 
 
+def make_gpr(variant: str, strategy: str, k: float, scan: str) -> Any:
+    """G-PR with ``scan``: ``tiered`` is the persistent kernel, the others the host loop."""
+    from matchbench.solvers.gpu.gpr import GPR, PERSISTENT_SCAN
+
+    return GPR(
+        variant=variant, strategy=strategy, k=k, scan=scan, persistent=scan == PERSISTENT_SCAN
+    )
+
+
 def bench_config(
     g: Any,
     init: Any,
@@ -213,7 +230,6 @@ def bench_instance(
     ``deadline`` leaves no time for get ``not_run`` rows.
     """
     from matchbench.problems.mcm import MCM
-    from matchbench.solvers.gpu.gpr import GPR
 
     g = common.load_graph(inst["path"])
     problem = MCM()
@@ -228,20 +244,22 @@ def bench_instance(
                 init,
                 base,
                 {"algorithm": "gpr", "variant": v, "strategy": s, "k": k, "scan": scan},
-                lambda sc=scan: GPR(variant=v, strategy=s, k=k, scan=sc),
+                lambda sc=scan: make_gpr(v, s, k, sc),
                 args.reps,
                 sink,
             )
         if args.apfb and _apfb_available():
-            for alg, bfs, thr in APFB_VARIANTS:
+            for alg, bfs, thr, frontier in APFB_VARIANTS:
                 if time.time() > deadline:
                     return
                 bench_config(
                     g,
                     init,
                     base,
-                    {"algorithm": alg, "bfs": bfs, "threads": thr},
-                    lambda a=alg, b=bfs, t=thr: common.make_solver(a, bfs=b, threads=t),
+                    {"algorithm": alg, "bfs": bfs, "threads": thr, "frontier": frontier},
+                    lambda a=alg, b=bfs, t=thr, f=frontier: common.make_solver(
+                        a, bfs=b, threads=t, frontier=f
+                    ),
                     args.reps,
                     sink,
                 )
@@ -273,9 +291,7 @@ def bench_instance(
                     "k": k,
                     "scan": args.scans[0],
                 },
-                lambda v=variant, s=strategy, kk=k: GPR(
-                    variant=v, strategy=s, k=kk, scan=args.scans[0]
-                ),
+                lambda v=variant, s=strategy, kk=k: make_gpr(v, s, kk, args.scans[0]),
                 args.fig1_reps,
                 sink,
                 run_limit_s=args.run_limit_s,
@@ -406,6 +422,12 @@ class Results:
             (k[1][4] for k in self.runs if k[1][0] == "gpr" and k[1][1:4] != DEFAULT), "thread"
         )
         self.fig1_cfgs = [("gpr", v, s, float(k), self.fig1_scan) for v, s, k in fig1_configs(True)]
+        # The Table I phase's scans, first the one its ratios use (older runs: thread).
+        ran = {k[1][4] for k in self.runs if k[1][0] == "gpr" and k[1][1:4] == DEFAULT}
+        # The args row holds str(list): "['tiered', 'warp']"; older runs had no --scans.
+        asked = ast.literal_eval(self.args.get("scans") or "['thread', 'warp']")
+        self.table_scans = [s for s in asked if s in ran] or ["thread"]
+        self.primary = ("gpr", *DEFAULT, self.table_scans[0])
         # Instances the Fig. 1 phase reached: some sweep configuration other than the
         # default ran there (rather than being cut by the budget).
         self.fig1_names = [
@@ -432,7 +454,7 @@ class Results:
         if r["algorithm"] == "gpr":
             # Rows written before the scan parameter existed ran the thread mapping.
             return ("gpr", r["variant"], r["strategy"], float(r["k"]), r.get("scan", "thread"))
-        return (r["algorithm"], r.get("bfs"), r.get("threads"))
+        return (r["algorithm"], r.get("bfs"), r.get("threads"), r.get("frontier", "scan"))
 
     def t(self, inst: str, cfg: tuple) -> float | None:
         """Median timed solve (warm-up excluded); None unless every run was certified."""
@@ -493,7 +515,8 @@ class Results:
 
     def best_apfb(self) -> tuple | None:
         scores = {}
-        for v in APFB_VARIANTS:
+        apfb = {k[1] for k in self.runs if k[1][0] in ("apfb", "apsb")}
+        for v in sorted(apfb, key=str):
             g = self.geo(self.names, v)
             if g is not None:
                 scores[v] = g
@@ -502,11 +525,16 @@ class Results:
 
 def _label(cfg: tuple) -> str:
     if cfg[0] == "gpr":
-        scan = "" if cfg[4] == "thread" else f", {cfg[4]} scan"
+        scan = {"thread": "", "tiered": ", persistent"}.get(cfg[4], f", {cfg[4]} scan")
         return f"{GPR_LABEL[cfg[1]]} ({cfg[2]}, {cfg[3]:g}{scan})"
-    alg, bfs, thr = cfg
+    alg, bfs, thr, frontier = cfg
     kind = "GPUBFS-WR" if bfs == "wr" else "GPUBFS"
-    return f"{alg.upper().replace('APSB', 'APsB')}-{kind}-{thr.upper()}"
+    queue = " (queue)" if frontier == "queue" else ""
+    return f"{alg.upper().replace('APSB', 'APsB')}-{kind}-{thr.upper()}{queue}"
+
+
+def _scan_name(scan: str) -> str:
+    return {"tiered": "persistent", "thread": "thread scan"}.get(scan, f"{scan} scan")
 
 
 def _short(cfg: tuple) -> str:
@@ -536,12 +564,11 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 def _table1(R: Results) -> str:
-    default = ("gpr", *DEFAULT, "thread")
-    default_warp = ("gpr", *DEFAULT, "warp")
-    have_warp = any(k[1] == default_warp for k in R.runs)
+    default = R.primary
+    others = [("gpr", *DEFAULT, s) for s in R.table_scans[1:]]
     best = R.best_apfb()
-    header = ["instance", "rows", "edges", "IM", "MM", "G-PR (ms)"]
-    header += ["G-PR warp scan (ms)"] if have_warp else []
+    header = ["instance", "rows", "edges", "IM", "MM", f"G-PR {_scan_name(default[4])} (ms)"]
+    header += [f"G-PR {_scan_name(o[4])} (ms)" for o in others]
     header += [
         f"{_label(best) if best else 'best APFB/APsB'} (ms)",
         "scipy HK (ms)",
@@ -570,26 +597,25 @@ def _table1(R: Results) -> str:
             int(last["cardinality"]) if last else "-",
             _cell(R, n, default),
         ]
-        row += [_cell(R, n, default_warp)] if have_warp else []
+        row += [_cell(R, n, o) for o in others]
         row += [_cell(R, n, best)]
         row += [_ms(refs[x][0]) if refs[x][0] not in (None, math.inf) else refs[x][1] for x in REFS]
         row += [_ratio(ta, tg), pr_cell]
         body.append(row)
     gm_g = R.geo(R.names, default)
     gm_a = R.geo(R.names, best) if best else None
-    gm_w = R.geo(R.names, default_warp) if have_warp else None
-    foot = ["geomean", "", "", "", "", _ms(gm_g)] + ([_ms(gm_w)] if have_warp else [])
+    foot = ["geomean", "", "", "", "", _ms(gm_g)] + [_ms(R.geo(R.names, o)) for o in others]
     foot += [_ms(gm_a), "", "", "", _ratio(gm_a, gm_g), ""]
     body.append(foot)
     return (
         "\n### Table I analogue: solve times after the cheap matching\n\n"
-        "G-PR = G-PR-Shr (adaptive, 0.7), the paper's choice, with its thread-per-vertex "
-        "mapping; the APFB/APsB column is the variant with the lowest geometric mean over "
-        "these instances. GPU: median of the timed runs (CUDA events), after one warm-up. "
-        "CPU references: one run each, in a subprocess with a time limit (`>T s`), on a "
-        "CPU shared with the other reference jobs; scipy HK starts from the empty matching "
-        "(SciPy takes no initial matching). IM / MM: initial (cheap) and maximum "
-        "cardinality.\n\n" + common.md_table(header, body)
+        f"G-PR = G-PR-Shr (adaptive, 0.7), the paper's choice; the ratio columns use its "
+        f"{_scan_name(default[4])} runs. The APFB/APsB column is the variant with the lowest "
+        "geometric mean over these instances. GPU: median of the timed runs (CUDA events), "
+        "after one warm-up. CPU references: one run each, in a subprocess with a time limit "
+        "(`>T s`), on a CPU shared with the other reference jobs; scipy HK starts from the "
+        "empty matching (SciPy takes no initial matching). IM / MM: initial (cheap) and "
+        "maximum cardinality.\n\n" + common.md_table(header, body)
     )
 
 
@@ -598,7 +624,7 @@ def _fig1(R: Results) -> str:
     missed = [n for n in R.names if n not in names]
     partial = [n for n in names if n not in R.fig1_full]
     parts = [
-        f"\n### Fig. 1 analogue ({R.fig1_scan} scan)\n\n"
+        f"\n### Fig. 1 analogue ({_scan_name(R.fig1_scan)})\n\n"
         f"Instances the sweep reached: {len(names)} of {len(R.names)}"
         + (f" (not reached: {', '.join(missed)})" if missed else "")
         + f"; with the full sweep (every configuration certified or stopped at the "
@@ -732,7 +758,7 @@ def _counters(R: Results, cfg: tuple) -> str:
 
 
 def _targets(R: Results) -> str:
-    default = ("gpr", *DEFAULT, "thread")
+    default = R.primary
     best = R.best_apfb()
     gm_g = R.geo(R.names, default)
     gm_a = R.geo(R.names, best) if best else None
@@ -807,7 +833,7 @@ def build_report(rows: list[dict[str, Any]]) -> str:
     if "fig1" in R.phases:
         parts.append(_fig1(R))
     if "table" in R.phases:
-        parts.append(_counters(R, ("gpr", *DEFAULT, "thread")))
+        parts.append(_counters(R, R.primary))
         parts.append(_targets(R))
     else:
         parts.append(_counters(R, ("gpr", *DEFAULT, R.fig1_scan)))
@@ -818,7 +844,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
     """A short table for the end of the console output."""
     R = Results(rows)
     best = R.best_apfb()
-    cfgs = [("gpr", *DEFAULT, scan) for scan in ("thread", "warp")]
+    cfgs = [("gpr", *DEFAULT, scan) for scan in ("tiered", "thread", "warp")]
     cfgs = [c for c in cfgs if any(k[1] == c for k in R.runs)]
     if "fig1" in R.phases:
         cfgs += [("gpr", v, "adaptive", 0.7, R.fig1_scan) for v in ("first", "noshr")]
@@ -880,8 +906,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--scans",
         nargs="+",
-        default=["thread", "warp"],
-        help="thread mappings for the Table I phase; the first one for Fig. 1",
+        default=["tiered", "warp"],
+        choices=["tiered", "thread", "warp"],
+        help="G-PR modes of the Table I phase (tiered: the persistent kernel; thread, warp: "
+        "the host loop with that scan); the first one is the Table I ratios' and Fig. 1's",
     )
     p.add_argument("--refs", nargs="*", default=list(REFS))
     p.add_argument("--ref-workers", type=int, default=6)

@@ -26,6 +26,15 @@ from matchbench.solvers.gpu.gpr import GPR, K_VALUES, SCANS, STRATEGIES, VARIANT
 pytestmark = pytest.mark.gpu
 
 PAIRS = list(itertools.product(STRATEGIES, K_VALUES))  # 12 (strategy, k) pairs
+#: Every way of running G-PR: the host loop under both scans, and the persistent kernel.
+MODES = [*SCANS, "persistent"]
+
+
+def _gpr(mode: str, **kwargs) -> GPR:
+    """G-PR run by the host loop with scan ``mode``, or by the persistent kernel."""
+    if mode == "persistent":
+        return GPR(persistent=True, **kwargs)
+    return GPR(persistent=False, scan=mode, **kwargs)
 
 
 def _er_with_isolated(rng: np.random.Generator) -> BipartiteGraph:
@@ -95,8 +104,8 @@ def test_corpus_size(corpus):
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
-@pytest.mark.parametrize("scan", SCANS)
-def test_larger_rcp_graphs_empty_and_cheap_init(variant, scan):
+@pytest.mark.parametrize("mode", MODES)
+def test_larger_rcp_graphs_empty_and_cheap_init(variant, mode):
     """A few graphs large enough for real concurrency (2^16 vertices)."""
     for g0, pairs in (
         (generators.kronecker(16, seed=3), [("adaptive", 0.7), ("fix", 2.0)]),
@@ -106,7 +115,7 @@ def test_larger_rcp_graphs_empty_and_cheap_init(variant, scan):
         want = _maximum(g0)
         g = g0.permuted(7)
         for init, (strategy, k) in zip((None, cheap_matching(g)), pairs, strict=True):
-            _check(g, GPR(variant=variant, strategy=strategy, k=k, scan=scan), init, want)
+            _check(g, _gpr(mode, variant=variant, strategy=strategy, k=k), init, want)
 
 
 def test_repeated_runs_give_the_same_cardinality():
@@ -114,8 +123,8 @@ def test_repeated_runs_give_the_same_cardinality():
     want = _maximum(g0)
     g = g0.permuted(2)
     init = cheap_matching(g)
-    for variant, scan in itertools.product(VARIANTS, SCANS):
-        solver = GPR(variant=variant, scan=scan)
+    for variant, mode in itertools.product(VARIANTS, MODES):
+        solver = _gpr(mode, variant=variant)
         cards = set()
         for _ in range(5):
             cards.add(_check(g, solver, init, want))
@@ -136,16 +145,17 @@ def test_int64_index_graphs():
             name=g.name + "_i64",
         )
         want = _maximum(g0)
-        for variant, scan in itertools.product(VARIANTS, SCANS):
-            solver = GPR(variant=variant, scan=scan)
+        for variant, mode in itertools.product(VARIANTS, MODES):
+            solver = _gpr(mode, variant=variant)
             _check(g64, solver, cheap_matching(g64), want)
             assert solver.result().col_match.dtype == np.int64
 
 
-def test_counters_and_timings_are_reported():
+@pytest.mark.parametrize("mode", MODES)
+def test_counters_and_timings_are_reported(mode):
     g0 = generators.delaunay(12, seed=5)
     g = g0.permuted(1)
-    solver = GPR()
+    solver = _gpr(mode)
     _check(g, solver, cheap_matching(g), _maximum(g0))
     c = solver.counters()
     for key in ("kernel_launches", "host_syncs", "push_kernels", "global_relabels", "bfs_levels"):
@@ -154,6 +164,10 @@ def test_counters_and_timings_are_reported():
     assert c["host_syncs"] < c["push_kernels"] + c["bfs_levels"] + c["global_relabels"]
     t = solver.timings()
     assert 0 <= t["global_relabel"] <= t["solve"]
+    if mode == "persistent":
+        assert c["kernel_launches"] == 1 and c["host_syncs"] == 2
+        assert c["grid_barriers"] >= c["bfs_levels"] + c["push_kernels"], c
+        assert c["persistent_blocks"] >= 1
 
 
 def test_trivial_instances():
@@ -165,17 +179,17 @@ def test_trivial_instances():
     ]
     for g in cases:
         want = _maximum(g)
-        for variant, scan in itertools.product(VARIANTS, SCANS):
+        for variant, mode in itertools.product(VARIANTS, MODES):
             for init in (None, cheap_matching(g)):
-                _check(g, GPR(variant=variant, scan=scan), init, want)
+                _check(g, _gpr(mode, variant=variant), init, want)
 
 
-@pytest.mark.parametrize("scan", SCANS)
-def test_every_variant_strategy_and_k_on_the_corpus(corpus, scan):
-    """All ~210 graphs for the paper's thread mapping, every other one for the warp one;
-    each graph original and RCP, each with all three variants under a rotating
-    (strategy, k) and launch mode."""
-    stride = 1 if scan == "thread" else 2
+@pytest.mark.parametrize("mode", MODES)
+def test_every_variant_strategy_and_k_on_the_corpus(corpus, mode):
+    """All ~210 graphs for the paper's thread mapping and the persistent kernel, every
+    other one for the warp scan; each graph original and RCP, each with all three
+    variants under a rotating (strategy, k) and launch mode."""
+    stride = 2 if mode == "warp" else 1
     solvers: dict[tuple, GPR] = {}
     hits: Counter = Counter()
     shrinks = 0
@@ -189,8 +203,8 @@ def test_every_variant_strategy_and_k_on_the_corpus(corpus, scan):
                 key = (variant, strategy, k, launch)
                 solver = solvers.get(key)
                 if solver is None:
-                    solver = solvers[key] = GPR(
-                        variant=variant, strategy=strategy, k=k, launch=launch, scan=scan
+                    solver = solvers[key] = _gpr(
+                        mode, variant=variant, strategy=strategy, k=k, launch=launch
                     )
                 _check(g, solver, init, want)
                 hits[(variant, strategy, k)] += 1
@@ -199,3 +213,33 @@ def test_every_variant_strategy_and_k_on_the_corpus(corpus, scan):
     assert set(hits) == set(itertools.product(VARIANTS, STRATEGIES, K_VALUES))
     assert min(hits.values()) >= 20 // stride, hits
     assert shrinks > 0  # the shrink path (lists of >= 512 entries) ran
+
+
+@pytest.mark.parametrize("threads,blocks_per_sm", [(64, 1), (256, 8), (1024, 2)])
+def test_persistent_grid_shapes(threads, blocks_per_sm):
+    """Block sizes and grids other than the default (the block tier needs hub rows of
+    >= 1024 entries: the Kronecker graph has them)."""
+    for g0 in (generators.kronecker(15, seed=5), generators.delaunay(14, seed=6)):
+        want = _maximum(g0)
+        g = g0.permuted(11)
+        assert g0.name.startswith("delaunay") or int(np.diff(g.row_ptr).max()) >= 1024
+        for variant in VARIANTS:
+            solver = GPR(variant=variant, threads=threads, blocks_per_sm=blocks_per_sm)
+            _check(g, solver, cheap_matching(g), want)
+
+
+def test_persistent_time_limit_stops_the_kernel_and_the_solver_recovers():
+    """(fix, 0.3) relabels before every push: on an RCP mesh that takes far longer than
+    the limit, so the kernel must stop early with TimeoutError; the same solver then
+    solves the instance in full."""
+    g0 = generators.grid(16)
+    g = g0.permuted(5)
+    init = cheap_matching(g)
+    solver = GPR(variant="first", strategy="fix", k=0.3)
+    solver.time_limit_s = 1e-4
+    solver.prepare(g, init)
+    with pytest.raises(TimeoutError):
+        solver.run()
+    assert solver.counters()["global_relabels"] >= 1
+    solver.time_limit_s = None
+    _check(g, solver, init, _maximum(g0))

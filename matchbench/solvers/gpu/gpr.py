@@ -30,9 +30,11 @@ from matchbench.solvers.base import BaseSolver
 VARIANTS = ("first", "noshr", "shr")
 STRATEGIES = ("fix", "adaptive")
 LAUNCH_MODES = ("graph", "plain")
-#: Thread mapping of the adjacency walks: "thread" = the paper's thread per vertex,
-#: "warp" = a warp's lanes share each walk (the *_warp kernels).
+#: Thread mapping of the host loop's adjacency walks: "thread" = the paper's thread per
+#: vertex, "warp" = a warp's lanes share each walk (the *_warp kernels).
 SCANS = ("thread", "warp")
+#: The persistent kernel's mapping: each walk by a thread, a warp or the block, by degree.
+PERSISTENT_SCAN = "tiered"
 #: The k values of the paper's Fig. 1 sweep (any k > 0 is accepted).
 K_VALUES = (0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
 #: Alg. 7 line 11: shrink the active lists only when they hold at least this many entries.
@@ -42,6 +44,24 @@ RING_SIZE = 1024
 # Slots of the control block; kept in step with the GPR_CTL_* #defines of kernels/gpr.cu.
 _CTL_SEQ, _CTL_LOOP, _CTL_GUARD, _CTL_BGUARD, _CTL_LEVEL, _CTL_LEN = range(6)
 _CTL_SIZE = 8
+# Slots of the persistent kernel's control block (int64); GPR_P_* in kernels/gpr.cu.
+_P_ABORT = 1
+_P_LEN = 8
+_P_COUNTERS = {
+    "push_kernels": 9,
+    "global_relabels": 10,
+    "bfs_levels": 11,
+    "max_level": 12,
+    "shrinks": 13,
+    "grid_barriers": 14,
+    "loops": 15,
+}
+_P_RELABEL_NS = 16
+_P_SIZE = 24
+#: Largest block of the persistent kernel (GPR_P_MAX_THREADS).
+_P_MAX_THREADS = 1024
+#: A grid barrier that waits longer than this gives up (a grid that is not co-resident).
+_P_BARRIER_TIMEOUT_NS = 2_000_000_000
 #: Largest batch of push iterations, and of BFS levels, queued between two host reads.
 #: Both must stay well under RING_SIZE / 3: a stamp is read back before the ring wraps
 #: over it as long as at most two push batches and one BFS batch are in flight.
@@ -513,6 +533,7 @@ class _DeviceState:
     events: list[Any]
     max_blocks: int
     graphs: dict[tuple, tuple[Any, int]] = field(default_factory=dict)
+    p_grid: int = 0  # blocks of the persistent kernel (0: host loop)
 
     @property
     def nbytes(self) -> int:
@@ -536,6 +557,7 @@ KERNELS = (
     "gpr_shrink_len",
     "gpr_advance",
     "gpr_fix_matching",
+    "gpr_persistent",
 )
 
 
@@ -658,17 +680,29 @@ class GPR(BaseSolver):
         ``k * maxLevel`` iterations (``adaptive``), see :func:`relabel_interval`.
     k : float
         The strategy's multiplier; the paper sweeps 0.3, 0.5, 0.7, 1, 1.5, 2.
-    threads : int
-        Threads per block (a multiple of 32, at most 1024).
+    threads : int, optional
+        Threads per block (a multiple of 32, at most 1024). Default: 512 for the
+        persistent kernel, 256 for the host loop.
     launch : {"graph", "plain"}
-        How batches are queued: replayed CUDA graphs (captured once per instance and
-        batch shape), or one Python call per kernel.
-    scan : {"thread", "warp"}
-        Who walks an adjacency list (the BFS levels and the pushes' minimum search):
-        ``thread``, the paper's one thread per vertex; ``warp``, the 32 lanes of a warp
-        together (``kernels/gpr.cu``, "Warp-cooperative scans"). The steps are the
-        paper's either way; ``warp`` is meant to shorten the chains of dependent memory
-        reads that bound a launch's duration (hub rows of Kronecker graphs).
+        How the host loop queues its batches: replayed CUDA graphs (captured once per
+        instance and batch shape), or one Python call per kernel. Not used by the
+        persistent kernel (one launch).
+    scan : {"thread", "warp", "tiered"}, optional
+        Who walks an adjacency list (the BFS levels and the pushes' minimum search).
+        Host loop: ``thread``, the paper's one thread per vertex, or ``warp``, the 32
+        lanes of a warp together (``kernels/gpr.cu``, "Warp-cooperative scans").
+        Persistent kernel: ``tiered``, a thread, a warp or the whole block by the
+        vertex's degree. The steps are the paper's either way. Default: ``tiered`` when
+        ``persistent``, else ``warp``; other pairings raise ``ValueError``.
+    persistent : bool
+        Run the whole loop in one cooperative launch of ``gpr_persistent`` (the default;
+        beyond the paper): grid-wide barriers where the host loop has kernel boundaries,
+        G-GR over frontier queues, one host read per solve. ``False`` runs the paper's
+        kernels from the host loop (:class:`GPRLoop`).
+    blocks_per_sm : int
+        Persistent kernel: blocks per multiprocessor (capped by the occupancy
+        calculator, so that the grid is co-resident). More blocks hide more memory
+        latency; fewer make each grid barrier cheaper.
 
     Notes
     -----
@@ -681,12 +715,19 @@ class GPR(BaseSolver):
     globally before the first push (Sec. III-A). The host reads the device once per batch
     of launches instead of after every kernel (see :class:`GPRLoop`).
 
+    The persistent kernel (``kernels/gpr.cu``, "Persistent G-PR") runs the same steps; its
+    global relabel reads each BFS level's rows from a queue (a compare-and-swap claims a
+    column, so that its row is queued once) instead of scanning every row, and its
+    shrink compacts with a prefix sum of its own (CuPy's scan cannot run inside a
+    kernel).
+
     Counters: ``push_kernels`` (iterations of the paper's loop that had active columns),
     ``global_relabels``, ``bfs_levels`` (G-GR-KRNL calls of the paper's loop),
     ``max_level`` (of the last relabel), ``shrinks``, ``kernel_launches`` (every kernel
     queued, in graphs too, surplus ones that exited at once included; CuPy array
     operations count one each), ``graph_launches``, ``graph_captures`` (captures
-    during this run; they are cached per instance), ``host_syncs``.
+    during this run; they are cached per instance), ``host_syncs``; persistent mode also
+    ``grid_barriers`` and ``persistent_blocks``.
     """
 
     name: ClassVar[str] = "gpr"
@@ -702,21 +743,40 @@ class GPR(BaseSolver):
         variant: str = "shr",
         strategy: str = "adaptive",
         k: float = 0.7,
-        threads: int = 256,
+        threads: int | None = None,
         launch: str = "graph",
-        scan: str = "warp",
+        scan: str | None = None,
+        persistent: bool = True,
+        blocks_per_sm: int = 2,
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
         if launch not in LAUNCH_MODES:
             raise ValueError(f"launch must be one of {LAUNCH_MODES}, got {launch!r}")
-        if scan not in SCANS:
-            raise ValueError(f"scan must be one of {SCANS}, got {scan!r}")
+        if not isinstance(persistent, bool | np.bool_):
+            raise ValueError(f"persistent must be true or false, got {persistent!r}")
+        if scan is None:
+            scan = PERSISTENT_SCAN if persistent else "warp"
+        if persistent and scan != PERSISTENT_SCAN:
+            raise ValueError(
+                f"scan must be {PERSISTENT_SCAN!r} with persistent: true (the persistent "
+                f"kernel picks a thread, a warp or the block by degree), got {scan!r}; "
+                f"set persistent: false for the host loop's {SCANS} scans"
+            )
+        if not persistent and scan not in SCANS:
+            raise ValueError(
+                f"scan must be one of {SCANS} with persistent: false, got {scan!r}"
+                + (" (tiered walks need persistent: true)" if scan == PERSISTENT_SCAN else "")
+            )
         relabel_interval(strategy, k, 1)  # validates strategy and k
+        if threads is None:
+            threads = 512 if persistent else 256
         if not isinstance(threads, int | np.integer) or not (
             32 <= int(threads) <= 1024 and int(threads) % 32 == 0
         ):
             raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
+        if not isinstance(blocks_per_sm, int | np.integer) or int(blocks_per_sm) < 1:
+            raise ValueError(f"blocks_per_sm must be a positive integer, got {blocks_per_sm!r}")
         super().__init__(
             variant=variant,
             strategy=strategy,
@@ -724,6 +784,8 @@ class GPR(BaseSolver):
             threads=int(threads),
             launch=launch,
             scan=scan,
+            persistent=bool(persistent),
+            blocks_per_sm=int(blocks_per_sm),
         )
         self._state: _DeviceState | None = None
         self._n_active = 0
@@ -748,10 +810,11 @@ class GPR(BaseSolver):
 
     def estimate_bytes(self, instance: Any) -> int:
         """Device bytes for ``instance``: both CSRs, mu and psi (m + n each), iA and the
-        two lists (n each at most) and the cumulative sum of a shrink."""
+        two lists (n each at most), the cumulative sum of a shrink and the persistent
+        kernel's two frontier queues (m each)."""
         item = np.dtype(instance.col_ptr.dtype).itemsize
         m, n = int(instance.n_rows), int(instance.n_cols)
-        return int(instance.nbytes + item * (2 * (m + n) + 3 * n) + 4 * n + 8 * RING_SIZE)
+        return int(instance.nbytes + item * (2 * (m + n) + 3 * n + 2 * m) + 4 * n + 8 * RING_SIZE)
 
     def prepare(self, instance: Any, init: Any | None = None) -> None:
         import cupy as cp
@@ -788,6 +851,9 @@ class GPR(BaseSolver):
         self._counters = {}
 
     def run(self) -> None:
+        if self.params["persistent"]:
+            self._run_persistent()
+            return
         from matchbench.solvers.gpu.common import EventTimer
 
         st = self._require_state()
@@ -820,6 +886,74 @@ class GPR(BaseSolver):
             graph_launches=ops.graph_launches,
             graph_captures=ops.graph_captures,
         )
+
+    def _run_persistent(self) -> None:
+        """The whole loop in one cooperative launch of ``gpr_persistent``; one host read."""
+        from matchbench.solvers.gpu.common import EventTimer
+
+        st = self._require_state()
+        a, idx = st.arrays, st.idx
+        m, n = int(st.instance.n_rows), int(st.instance.n_cols)
+        ctl = np.zeros(_P_SIZE, dtype=np.int64)
+        ctl[_P_LEN] = self._n_active
+        limit = self.time_limit_s
+        args = (
+            idx(m),
+            idx(n),
+            a["row_ptr"],
+            a["row_ind"],
+            a["col_ptr"],
+            a["col_ind"],
+            a["mu"],
+            a["psi"],
+            idx(m + n),
+            a["lists"][0],
+            a["lists"][1],
+            a["ia"],
+            a["queue"],
+            a["blk"],
+            a["pctl"],
+            np.int32(VARIANTS.index(self.params["variant"])),
+            np.int32(self.params["strategy"] == "adaptive"),
+            np.float64(self.params["k"]),
+            np.uint64(0 if limit is None else max(1, int(float(limit) * 1e9))),
+            np.uint64(_P_BARRIER_TIMEOUT_NS),
+        )
+        with st.stream:
+            a["pctl"].set(ctl)
+            timer = EventTimer()
+            with timer:
+                if self._n_active:
+                    # RawKernel's call has no cooperative switch; its compiled Function does.
+                    st.kernels["gpr_persistent"].kernel(
+                        (st.p_grid,),
+                        (self.params["threads"],),
+                        args,
+                        enable_cooperative_groups=True,
+                    )
+            self._t_solve = timer.seconds
+            out = a["pctl"].get(stream=st.stream)
+        counters: dict[str, int | float] = {k: int(out[i]) for k, i in _P_COUNTERS.items()}
+        counters.update(
+            final_list_length=int(out[_P_LEN]),
+            kernel_launches=1 if self._n_active else 0,
+            graph_launches=0,
+            graph_captures=0,
+            host_syncs=2,  # the timer's synchronization and the read of the counters
+            persistent_blocks=st.p_grid,
+        )
+        self._counters = counters
+        self._t_relabel = int(out[_P_RELABEL_NS]) / 1e9
+        abort = int(out[_P_ABORT]) & 0xFFFFFFFF
+        if abort == 2:
+            raise TimeoutError("G-PR: time limit reached")
+        if abort:
+            raise RuntimeError(
+                f"{self.name}: a grid barrier of the persistent kernel timed out "
+                f"({st.p_grid} blocks of {self.params['threads']} threads; after "
+                f"{counters['global_relabels']} relabels and {counters['loops']} push "
+                "iterations): the grid was not co-resident"
+            )
 
     def result(self) -> Any:
         from matchbench.problems.bipartite import Matching
@@ -880,6 +1014,9 @@ class GPR(BaseSolver):
                 "ctl": cp.zeros(_CTL_SIZE, dtype=np.int32),
                 "lists": [cp.full(max(n, 1), -1, dtype=dt) for _ in range(2)],
             }
+            if self.params["persistent"]:
+                arrays["queue"] = cp.empty(max(2 * m, 1), dtype=dt)
+                arrays["pctl"] = cp.zeros(_P_SIZE, dtype=np.int64)
         pinned = []
         for _ in range(3):
             mem = cp.cuda.alloc_pinned_memory((RING_SIZE + 1) * 4)
@@ -900,9 +1037,35 @@ class GPR(BaseSolver):
             events=[cp.cuda.Event() for _ in range(3)],
             max_blocks=max_blocks,
         )
+        if self.params["persistent"]:
+            st.p_grid = self._persistent_grid(kernels["gpr_persistent"], dev, sms)
+            with stream:
+                arrays["blk"] = cp.zeros(st.p_grid, dtype=np.int64)
         self._warm_up(st)
         stream.synchronize()
         return st
+
+    def _persistent_grid(self, kern: Any, dev: Any, sms: int) -> int:
+        """Blocks of ``gpr_persistent``: co-resident, or its grid barriers never return.
+
+        ``blocks_per_sm`` per multiprocessor, at most what the occupancy calculator allows
+        at this block size.
+        """
+        from cupy.cuda import driver
+
+        if not dev.attributes.get("CooperativeLaunch", 0):
+            raise RuntimeError(
+                f"{self.name}: persistent: true needs cooperative launch support; "
+                "set persistent: false"
+            )
+        threads = self.params["threads"]
+        per_sm = driver.occupancyMaxActiveBlocksPerMultiprocessor(kern.kernel.ptr, threads, 0)
+        if per_sm < 1:
+            raise RuntimeError(
+                f"{self.name}: gpr_persistent cannot run {threads} threads per block here "
+                "(occupancy 0); lower threads or set persistent: false"
+            )
+        return sms * min(int(per_sm), self.params["blocks_per_sm"])
 
     def _warm_up(self, st: _DeviceState) -> None:
         """Load every kernel and CuPy's scan once, so that run() times no module loading.
@@ -941,6 +1104,34 @@ class GPR(BaseSolver):
             k["gpr_shrink_len"](one, one, (pos, ring, mask, ctl))
             k["gpr_advance"](one, one, (ctl, i0, i0, i0, np.int32(_CTL_GUARD)))
             ring.fill(-1)
+            if self.params["persistent"]:
+                # m = n = 0 and an empty list: one relabel of no level, one push iteration
+                # that finds no active column, then FIXMATCHING of no column.
+                a["pctl"].fill(0)
+                k["gpr_persistent"].kernel(
+                    (st.p_grid,),
+                    (self.params["threads"],),
+                    (
+                        z,
+                        z,
+                        *(a[x] for x in ("row_ptr", "row_ind", "col_ptr", "col_ind")),
+                        a["mu"],
+                        a["psi"],
+                        z,
+                        lst,
+                        lst,
+                        a["ia"],
+                        a["queue"],
+                        a["blk"],
+                        a["pctl"],
+                        np.int32(2),
+                        np.int32(1),
+                        np.float64(0.7),
+                        np.uint64(0),
+                        np.uint64(_P_BARRIER_TIMEOUT_NS),
+                    ),
+                    enable_cooperative_groups=True,
+                )
 
 
 def _initial_col_match(instance: Any, init: Any | None) -> np.ndarray:
