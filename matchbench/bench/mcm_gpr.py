@@ -749,11 +749,22 @@ def _counters(R: Results, cfg: tuple) -> str:
             + [c[k] for k in ("kernel_launches", "graph_launches", "host_syncs")]
             + [f"{share:.0%}"]
         )
+    if cfg[4] == "tiered":
+        share_text = (
+            "Relabel share: the device clock from the start of each global relabel to its "
+            "last grid barrier, over the solve time. The whole solve is one kernel launch."
+        )
+    else:
+        share_text = (
+            "Relabel share: device time from the start of each global relabel to the host's "
+            "read of its end (the shrink iteration and waits for the host included), over "
+            "the solve time."
+        )
     return (
         f"\n### {_label(cfg)}: counters of the last timed run\n\n"
-        "Relabel share: device time from the start of each global relabel to the host's "
-        "read of its end (the shrink iteration and waits for the host included), over the "
-        "solve time.\n\n" + common.md_table(header, body)
+        + share_text
+        + "\n\n"
+        + common.md_table(header, body)
     )
 
 
