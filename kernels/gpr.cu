@@ -542,6 +542,33 @@ __global__ void gpr_fix_matching(mb_index n, const mb_index* __restrict__ mu_row
 // by other blocks during the launch (labels, mates, lists, queues, iA) is read through L2.
 // A time limit (limit_ns, 0 = none) is checked before each global relabel; when it has
 // passed, block 0 sets the abort word and every block leaves at its next barrier.
+//
+// Early-stopped relabel (gr_stop = 1, relabel_stop = active in the driver; beyond the
+// paper). The paper's G-GR runs the BFS until no row is added, so every relabel walks
+// the whole reachable graph: on a mesh with few unmatched rows that is thousands of
+// levels, most of them far from any active column. Here INITRELABEL also counts the
+// active columns (gpr_is_active), G-GR-KRNL counts those it labels, and the BFS ends
+// after the first level at which all of them have a label; maxLevel is 2 x the levels
+// run. Vertices it did not reach keep the label inf. They were all farther from the
+// unmatched rows than any active column, and no push ever selects them: an active
+// column always has a neighbour of finite label (the row the BFS reached it from, or the
+// row it was last matched to, whose labels only ever get finite values), so it picks a
+// finite one, and a column is declared finished (mu = -2) only when none is finite,
+// as in the paper. A column the BFS did not reach is inactive and its row is never
+// pushed to, so it stays as it is until the next relabel, which starts afresh from the
+// unmatched rows. The labels of the reached vertices are the paper's.
+//
+// Local phases (local_max > 0; beyond the paper). A BFS level whose frontier has at most
+// local_max rows, and a push iteration (lists only) whose list has at most local_max
+// slots, is a few dependent loads of work, less than a grid barrier costs. Block 0 then
+// runs such steps alone, separated by block barriers (__syncthreads orders the block's
+// global accesses, L2 reads included: cache operators are hints in the PTX memory
+// model), while the other blocks wait at the grid barrier: levels until the frontier
+// grows past local_max or the BFS ends, and the rest of the push iterations until the
+// next relabel (the list's length only changes at a shrink, which runs on the grid).
+// Block 0 then hands its loop state (queue index, level, counts; or iteration number,
+// pushes, list swap, "no active column left") over through pctl, and every block goes
+// on from there. The steps are the same; only who runs them changes.
 
 // pctl slots (long long), kept in step with the _P_* constants of gpr.py.
 #define GPR_P_BAR 0         // grid barrier word (low 32 bits), see mb_grid_sync
@@ -557,7 +584,17 @@ __global__ void gpr_fix_matching(mb_index n, const mb_index* __restrict__ mu_row
 #define GPR_P_SYNCS 14      // out: grid barriers
 #define GPR_P_LOOPS 15      // out: push iterations run (the last one, finding none, too)
 #define GPR_P_RELABEL_NS 16 // out: nanoseconds from each relabel's start to its last barrier
-#define GPR_P_SIZE 24
+#define GPR_P_NACT 17       // 17..18: active columns at the start of relabel r, slot r % 2
+#define GPR_P_SEEN 19       // 19..21: rotating counts of the active columns a level labelled
+#define GPR_P_HQ 22         // 22..24: BFS state after a local phase (qt, t, seen)
+#define GPR_P_HT 23
+#define GPR_P_HSEEN 24
+#define GPR_P_HLOOP 25      // 25..27: push state after a local phase (loop, pushes, flags)
+#define GPR_P_HPUSH 26
+#define GPR_P_HFLAGS 27     // bit 0: no active column was left; bit 1: the lists swapped
+#define GPR_P_LOCAL 28      // out: BFS levels and push iterations run by block 0 alone
+#define GPR_P_STOPS 29      // out: relabels ended early (relabel_stop = active)
+#define GPR_P_SIZE 32
 #define GPR_P_WARP_MIN 32     // adjacency walks of >= this many entries go to a warp
 #define GPR_P_BLOCK_MIN 1024  // BFS rows of >= this many entries go to the whole block
 #define GPR_P_MAX_THREADS 1024
@@ -573,21 +610,26 @@ __device__ __forceinline__ long long gpr_interval(int adaptive, double k, long l
 
 // Alg. 5 lines 3-8 for the entry v of a frontier row's adjacency at level cLevel: claim an
 // unvisited column (label cLevel + 1) and queue its matched row (label cLevel + 2).
+// With `seen` (relabel_stop = active), an active column labelled here is counted.
 __device__ __forceinline__ void gpr_p_visit(mb_index v, mb_index level, mb_index inf,
                                             const mb_index* mu_row, const mb_index* mu_col,
                                             mb_index* psi_row, mb_index* psi_col,
-                                            mb_index* next, unsigned long long* next_count) {
+                                            mb_index* next, unsigned long long* next_count,
+                                            unsigned long long* seen) {
   if (__ldcg(psi_col + v) != inf) return;                          // Alg. 5 line 4
   if (mb_cas(psi_col + v, inf, level + 1) != inf) return;          // line 5, claimed once
   const mb_index w = __ldcg(mu_col + v);
   if (w > -1 && __ldcg(mu_row + w) == v) {                          // Alg. 5 line 6
     psi_row[w] = level + 2;                                         // line 7
     mb_append(next, next_count, w);                                 // uAdded (line 8)
+  } else if (seen != nullptr && w != -2) {
+    atomicAdd(seen, 1ULL);  // v is active (gpr_is_active): unmatched or stale
   }
 }
 
 // One G-GR-KRNL call (Alg. 5) over the rows of the frontier queue `cur` (cnt rows, label
-// `level`), appending the rows it labels to `next`. A row goes to a group of G lanes (a
+// `level`), appending the rows it labels to `next`, run by blocks [0, nblk) of which this
+// is block `bid` (the grid, or block 0 alone in a local phase). A row goes to a group of G lanes (a
 // power of two <= 32, the same for the whole level), which stride over its adjacency;
 // rows of >= 32 entries go to the whole warp when G < 32, rows of >= 1024 to the block.
 // The loop over the queue is uniform per block (cnt is), so the block barriers are safe.
@@ -598,12 +640,14 @@ __device__ __forceinline__ void gpr_p_bfs_level(const mb_index* __restrict__ row
                                                 mb_index level, mb_index inf,
                                                 const mb_index* mu_row, const mb_index* mu_col,
                                                 mb_index* psi_row, mb_index* psi_col,
-                                                mb_index* s_big, int* s_nbig, int G) {
+                                                mb_index* s_big, int* s_nbig, int G,
+                                                long long bid, long long nblk,
+                                                unsigned long long* seen) {
   const int lane = threadIdx.x & 31;
   const int sub = threadIdx.x & (G - 1);
   const long long per = blockDim.x / G;  // rows per block and round
-  const long long stride = (long long)gridDim.x * per;
-  for (long long base = (long long)blockIdx.x * per; base < cnt; base += stride) {
+  const long long stride = nblk * per;
+  for (long long base = bid * per; base < cnt; base += stride) {
     const long long i = base + threadIdx.x / G;
     mb_index u = -1, beg = 0, deg = 0;
     if (i < cnt) {
@@ -623,7 +667,7 @@ __device__ __forceinline__ void gpr_p_bfs_level(const mb_index* __restrict__ row
       const mb_index end = row_ptr[bu + 1];
       for (mb_index e = row_ptr[bu] + threadIdx.x; e < end; e += blockDim.x)
         gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
-                    next_count);
+                    next_count, seen);
     }
     // Warp tier (groups smaller than a warp only).
     unsigned big = __ballot_sync(GPR_FULL_MASK, G < 32 && sub == 0 && deg >= GPR_P_WARP_MIN);
@@ -634,12 +678,12 @@ __device__ __forceinline__ void gpr_p_bfs_level(const mb_index* __restrict__ row
       const mb_index wend = wbeg + __shfl_sync(GPR_FULL_MASK, deg, src);
       for (mb_index e = wbeg + lane; e < wend; e += 32)
         gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
-                    next_count);
+                    next_count, seen);
     }
     if (deg < GPR_P_WARP_MIN || G == 32)  // group tier
       for (mb_index e = beg + sub; e < beg + deg; e += G)
         gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
-                    next_count);
+                    next_count, seen);
     __syncthreads();  // s_big / s_nbig are reused by the next round
   }
 }
@@ -714,13 +758,93 @@ __device__ __forceinline__ int gpr_block_rank(bool flag, int* s_warp, int* total
   return before + __popc(bal & ((1u << lane) - 1u));
 }
 
+// G-PR-INITKRNL (Alg. 8) of iteration `loop` over the list slots [first, len) with step
+// `step` (the grid's threads, or one block's in a local phase); true when this thread
+// listed a column (actExists, line 11).
+__device__ __forceinline__ bool gpr_p_init_pass(mb_index* ac, const mb_index* ap, long long len,
+                                                const mb_index* mu_row, const mb_index* mu_col,
+                                                int* ia, int loop, long long first,
+                                                long long step) {
+  bool found = false;
+  for (long long i = first; i < len; i += step) {
+    const mb_index v = __ldcg(ap + i);
+    if (v != -1 && gpr_is_active<true>(mu_row, mu_col, v)) ac[i] = v;  // lines 4-6
+    const mb_index c = __ldcg(ac + i);                                  // line 8
+    if (c != -1) {
+      ia[c] = loop;  // line 10
+      found = true;
+    }
+  }
+  return found;
+}
+
+// G-PR-PUSHKRNL (Alg. 9) of iteration `loop` over the list, by warps [warp, warps): a group
+// of G lanes per slot (gpr_group_size), 32 / G slots per warp and round; columns of >= 32
+// entries to the whole warp. Every lane of a warp calls (the rounds are uniform).
+__device__ __forceinline__ void gpr_p_push_pass(const mb_index* __restrict__ col_ptr,
+                                                const mb_index* __restrict__ col_ind,
+                                                mb_index* mu_row, mb_index* mu_col,
+                                                mb_index* psi_row, mb_index* psi_col,
+                                                mb_index inf, mb_index* ac, mb_index* ap,
+                                                const int* ia, int loop, long long len,
+                                                long long warp, long long warps, int G) {
+  const int lane = threadIdx.x & 31;
+  const int sub = lane & (G - 1);
+  const long long spw = 32 / G;
+  for (long long t0 = warp * spw; t0 < len; t0 += warps * spw) {
+    const long long i = t0 + lane / G;
+    mb_index v = -1, beg = 0, deg = 0, psi_min;
+    if (i < len) {
+      v = __ldcg(ac + i);
+      if (v == -1) {
+        if (sub == 0) ap[i] = -1;  // Alg. 9 line 24
+      } else {
+        beg = col_ptr[v];
+        deg = col_ptr[v + 1] - beg;
+      }
+    }
+    const bool grp = v != -1 && (deg < GPR_P_WARP_MIN || G == 32);
+    const mb_index u = gpr_group_min_row(col_ind, grp ? beg : 0, grp ? beg + deg : 0, psi_row,
+                                         grp ? __ldcg(psi_col + v) : 0, inf, G, &psi_min);
+    if (grp && sub == 0)
+      gpr_push_listed<true>(i, v, u, psi_min, inf, mu_row, mu_col, psi_row, psi_col, ac, ap, ia,
+                            loop);
+    unsigned big =
+        __ballot_sync(GPR_FULL_MASK, G < 32 && sub == 0 && v != -1 && deg >= GPR_P_WARP_MIN);
+    while (big) {
+      const int src = __ffs(big) - 1;
+      big &= big - 1;
+      const mb_index wv = __shfl_sync(GPR_FULL_MASK, v, src);
+      const mb_index wbeg = __shfl_sync(GPR_FULL_MASK, beg, src);
+      const mb_index wend = wbeg + __shfl_sync(GPR_FULL_MASK, deg, src);
+      const mb_index wu = gpr_warp_min_row<true>(col_ind, wbeg, wend, psi_row,
+                                                 __ldcg(psi_col + wv), inf, &psi_min);
+      if (lane == 0)
+        gpr_push_listed<true>(t0 + src / G, wv, wu, psi_min, inf, mu_row, mu_col, psi_row,
+                              psi_col, ac, ap, ia, loop);
+      __syncwarp();
+    }
+  }
+}
+
+// Barrier probe: `reps` grid barriers and nothing else, for the benchmark's measure of
+// what one barrier of the persistent kernel's grid costs (same barrier, same grid).
+extern "C" __global__ void gpr_barrier_probe(long long* pctl, int reps,
+                                             unsigned long long timeout_ns) {
+  unsigned int* bar = (unsigned int*)&pctl[GPR_P_BAR];
+  int* abort = (int*)&pctl[GPR_P_ABORT];
+  for (int r = 0; r < reps; ++r)
+    if (!mb_grid_sync(bar, abort, timeout_ns)) return;
+}
+
 extern "C" __global__ void __launch_bounds__(GPR_P_MAX_THREADS)
     gpr_persistent(mb_index m, mb_index n, const mb_index* __restrict__ row_ptr,
                    const mb_index* __restrict__ row_ind, const mb_index* __restrict__ col_ptr,
                    const mb_index* __restrict__ col_ind, mb_index* mu, mb_index* psi,
                    mb_index inf, mb_index* list0, mb_index* list1, int* ia, mb_index* queue,
                    long long* blk, long long* pctl, int variant, int adaptive, double k,
-                   unsigned long long limit_ns, unsigned long long timeout_ns) {
+                   int gr_stop, long long local_max, unsigned long long limit_ns,
+                   unsigned long long timeout_ns) {
   __shared__ mb_index s_big[GPR_P_MAX_THREADS];
   __shared__ int s_nbig;
   __shared__ int s_warp[GPR_P_MAX_THREADS / 32];
@@ -739,7 +863,7 @@ extern "C" __global__ void __launch_bounds__(GPR_P_MAX_THREADS)
   const unsigned long long t_start = mb_globaltimer();
   long long len = pctl[GPR_P_LEN];  // written again only at the end, by block 0
   long long loop = 0, pushes = 0, relabels = 0, levels = 0, max_level = 0, shrinks = 0;
-  long long syncs = 0, qt = 0, interval = 0, t = 0;
+  long long syncs = 0, qt = 0, interval = 0, t = 0, local_steps = 0, stops = 0, gstep = 0;
   unsigned long long relabel_ns = 0, t_gr = 0;
   bool found = false, act = false, shrink = false;
   mb_index* ac = list0;  // Alg. 7's Ac and Ap, swapped after every push
@@ -756,11 +880,15 @@ extern "C" __global__ void __launch_bounds__(GPR_P_MAX_THREADS)
     if (lead) {
       t_gr = mb_globaltimer();
       if (limit_ns != 0 && t_gr - t_start > limit_ns) atomicExch(abort, 2);
+      // The next relabel's count: its last reader (relabel r - 1) passed a barrier since,
+      // and its first writer comes after this relabel's first barrier. (This relabel's
+      // own slot cannot be zeroed here: other blocks may be adding to it already.)
+      pctl[GPR_P_NACT + (relabels + 1) % 2] = 0;
     }
     // INITRELABEL (Alg. 4 line 1); the unmatched rows form the frontier of level 0. Queue
     // index qt: half qt & 1, count slot qt % 3 (0: the previous BFS ended on it, or the
-    // driver zeroed it).
-    if (lead) pctl[GPR_P_QCNT + (qt + 1) % 3] = 0;
+    // driver zeroed it). With relabel_stop = active, the active columns are counted too.
+    if (lead) pctl[GPR_P_QCNT + (qt + 1) % 3] = pctl[GPR_P_SEEN + (qt + 1) % 3] = 0;
     {
       mb_index* q0 = queue + (qt & 1) * (long long)m;
       unsigned long long* c0 = (unsigned long long*)&pctl[GPR_P_QCNT + qt % 3];
@@ -769,19 +897,81 @@ extern "C" __global__ void __launch_bounds__(GPR_P_MAX_THREADS)
         psi_row[u] = free_row ? 0 : inf;
         if (free_row) mb_append(q0, c0, (mb_index)u);
       }
-      for (long long v = gtid; v < n; v += gthreads) psi_col[v] = inf;
+      unsigned mine = 0;
+      for (long long v = gtid; v < n; v += gthreads) {
+        psi_col[v] = inf;
+        if (gr_stop) mine += gpr_is_active<true>(mu_row, mu_col, (mb_index)v);
+      }
+      mine = __reduce_add_sync(GPR_FULL_MASK, mine);
+      if (lane == 0 && mine != 0)
+        atomicAdd((unsigned long long*)&pctl[GPR_P_NACT + relabels % 2],
+                  (unsigned long long)mine);
     }
     GPR_P_SYNC();
-    for (t = 0;; ++t, ++qt) {  // Alg. 4 lines 3-6: one G-GR-KRNL per level pair
+    const long long n_active = __ldcg(&pctl[GPR_P_NACT + relabels % 2]);
+    // Alg. 4 lines 3-6: one G-GR-KRNL per level pair, t of them so far. Level qt's
+    // frontier count is slot qt % 3 of QCNT; with relabel_stop = active it also counts
+    // the active columns it labels into slot (qt + 1) % 3 of SEEN (both rotate alike),
+    // and every block adds them up in `seen` after the level's barrier. relabel_stop =
+    // active (beyond the paper) ends the BFS after the level at which every active
+    // column has its label (see "Early-stopped relabel" above).
+    long long seen = 0;
+    for (t = 0;;) {
       const long long cnt = __ldcg(&pctl[GPR_P_QCNT + qt % 3]);
       if (cnt == 0) break;
-      if (lead) pctl[GPR_P_QCNT + (qt + 2) % 3] = 0;
+      if (gr_stop && seen >= n_active) {
+        ++stops;
+        ++qt;  // slot qt % 3 is not empty: the next relabel starts on the next, zeroed one
+        break;
+      }
+      if (cnt <= local_max) {
+        // Local phase: block 0 runs levels alone, with block barriers, while the frontier
+        // stays within local_max rows; the others wait at the grid barrier. The first
+        // barrier lets every block read cnt before block 0 reuses its slot.
+        GPR_P_SYNC();
+        if (blockIdx.x == 0) {
+          long long lq = qt, lt = t, c = cnt;
+          while (true) {
+            if (threadIdx.x == 0)
+              pctl[GPR_P_QCNT + (lq + 2) % 3] = pctl[GPR_P_SEEN + (lq + 2) % 3] = 0;
+            gpr_p_bfs_level(row_ptr, row_ind, queue + (lq & 1) * (long long)m, c,
+                            queue + ((lq + 1) & 1) * (long long)m,
+                            (unsigned long long*)&pctl[GPR_P_QCNT + (lq + 1) % 3],
+                            (mb_index)(2 * lt), inf, mu_row, mu_col, psi_row, psi_col, s_big,
+                            &s_nbig, gpr_group_size(c, blockDim.x), 0, 1,
+                            gr_stop ? (unsigned long long*)&pctl[GPR_P_SEEN + (lq + 1) % 3]
+                                    : nullptr);
+            __syncthreads();
+            seen += __ldcg(&pctl[GPR_P_SEEN + (lq + 1) % 3]);
+            ++lt;
+            ++lq;
+            ++local_steps;
+            c = __ldcg(&pctl[GPR_P_QCNT + lq % 3]);
+            if (c == 0 || c > local_max || (gr_stop && seen >= n_active)) break;
+          }
+          if (threadIdx.x == 0) {
+            pctl[GPR_P_HQ] = lq;
+            pctl[GPR_P_HT] = lt;
+            pctl[GPR_P_HSEEN] = seen;
+          }
+        }
+        GPR_P_SYNC();
+        qt = __ldcg(&pctl[GPR_P_HQ]);
+        t = __ldcg(&pctl[GPR_P_HT]);
+        seen = __ldcg(&pctl[GPR_P_HSEEN]);
+        continue;
+      }
+      if (lead) pctl[GPR_P_QCNT + (qt + 2) % 3] = pctl[GPR_P_SEEN + (qt + 2) % 3] = 0;
       gpr_p_bfs_level(row_ptr, row_ind, queue + (qt & 1) * (long long)m, cnt,
                       queue + ((qt + 1) & 1) * (long long)m,
                       (unsigned long long*)&pctl[GPR_P_QCNT + (qt + 1) % 3], (mb_index)(2 * t),
                       inf, mu_row, mu_col, psi_row, psi_col, s_big, &s_nbig,
-                      gpr_group_size(cnt, gthreads));
+                      gpr_group_size(cnt, gthreads), blockIdx.x, gridDim.x,
+                      gr_stop ? (unsigned long long*)&pctl[GPR_P_SEEN + (qt + 1) % 3] : nullptr);
       GPR_P_SYNC();
+      seen += __ldcg(&pctl[GPR_P_SEEN + (qt + 1) % 3]);
+      ++t;
+      ++qt;
     }
     // The paper's loop calls G-GR-KRNL once more than there were levels that added rows
     // (at least once); maxLevel = cLevel after the loop (Alg. 4 line 8).
@@ -794,10 +984,12 @@ extern "C" __global__ void __launch_bounds__(GPR_P_MAX_THREADS)
 
     // ---- push iterations until the next relabel (Alg. 3 lines 8-10 / Alg. 7 11-19) ----
     for (long long it = 0; it < interval; ++it) {
-      const int slot = GPR_P_ACT + (int)(loop % 3);
-      if (lead) pctl[GPR_P_ACT + (loop + 1) % 3] = 0;
-      ++loop;
+      // actExists of the grid's push iterations: slot gstep % 3 (local phases use none).
+      const int slot = GPR_P_ACT + (int)(gstep % 3);
       if (variant == 0) {
+        if (lead) pctl[GPR_P_ACT + (gstep + 1) % 3] = 0;
+        ++gstep;
+        ++loop;
         // G-PR-KRNL (Alg. 6) over all columns, 32 per warp; walks split by degree.
         found = false;
         for (long long tile = warp_id * 32; tile < n; tile += warp_count * 32) {
@@ -834,18 +1026,57 @@ extern "C" __global__ void __launch_bounds__(GPR_P_MAX_THREADS)
         ++pushes;
         continue;
       }
-      // G-PR-INITKRNL (Alg. 8) for iteration `loop` (the stamp; see gpr_init_active).
-      found = false;
-      for (long long i = gtid; i < len; i += gthreads) {
-        const mb_index v = __ldcg(ap + i);
-        if (v != -1 && gpr_is_active<true>(mu_row, mu_col, v)) ac[i] = v;  // lines 4-6
-        const mb_index c = __ldcg(ac + i);                                  // line 8
-        if (c != -1) {
-          ia[c] = (int)loop;  // line 10
-          found = true;
-        }
-      }
       shrink = variant == 2 && it == 0 && len >= GPR_SHRINK_MIN;  // Alg. 7 line 11
+      if (!shrink && len <= local_max) {
+        // Local phase: block 0 runs the rest of the interval's iterations alone (the
+        // list's length stays put until the next relabel), with block barriers.
+        if (blockIdx.x == 0) {
+          long long lloop = loop, lpush = pushes, lit = it;
+          mb_index* la = ac;
+          mb_index* lp = ap;
+          int fin = 0, swaps = 0;
+          for (; lit < interval; ++lit) {
+            ++lloop;
+            ++local_steps;
+            const bool f = gpr_p_init_pass(la, lp, len, mu_row, mu_col, ia, (int)lloop,
+                                           threadIdx.x, blockDim.x);
+            if (!__syncthreads_or(f)) {  // Alg. 7 line 5 / 19: no active column was left
+              fin = 1;
+              break;
+            }
+            ++lpush;
+            gpr_p_push_pass(col_ptr, col_ind, mu_row, mu_col, psi_row, psi_col, inf, la, lp,
+                            ia, (int)lloop, len, threadIdx.x >> 5, blockDim.x >> 5,
+                            gpr_group_size(len, blockDim.x));
+            __syncthreads();
+            mb_index* tmp = la;  // Alg. 7 line 18
+            la = lp;
+            lp = tmp;
+            swaps ^= 1;
+          }
+          if (threadIdx.x == 0) {
+            pctl[GPR_P_HLOOP] = lloop;
+            pctl[GPR_P_HPUSH] = lpush;
+            pctl[GPR_P_HFLAGS] = fin | (swaps << 1);
+          }
+        }
+        GPR_P_SYNC();
+        loop = __ldcg(&pctl[GPR_P_HLOOP]);
+        pushes = __ldcg(&pctl[GPR_P_HPUSH]);
+        const long long flags = __ldcg(&pctl[GPR_P_HFLAGS]);
+        if (flags & 2) {
+          mb_index* tmp = ac;
+          ac = ap;
+          ap = tmp;
+        }
+        if (flags & 1) goto finished;
+        break;  // the interval is over
+      }
+      if (lead) pctl[GPR_P_ACT + (gstep + 1) % 3] = 0;
+      ++gstep;
+      ++loop;
+      // G-PR-INITKRNL (Alg. 8) for iteration `loop` (the stamp; see gpr_init_active).
+      found = gpr_p_init_pass(ac, ap, len, mu_row, mu_col, ia, (int)loop, gtid, gthreads);
       if (__syncthreads_or(found) && threadIdx.x == 0) pctl[slot] = 1;  // actExists
       GPR_P_SYNC();
       act = __ldcg(&pctl[slot]) != 0;
@@ -891,48 +1122,9 @@ extern "C" __global__ void __launch_bounds__(GPR_P_MAX_THREADS)
         ac = ap;
         ap = tmp;
       }
-      // G-PR-PUSHKRNL (Alg. 9) over the list: a group of G lanes per slot (gpr_group_size),
-      // 32 / G slots per warp and round; columns of >= 32 entries to the whole warp.
-      {
-        const int G = gpr_group_size(len, gthreads);
-        const int sub = lane & (G - 1);
-        const long long spw = 32 / G;
-        for (long long t0 = warp_id * spw; t0 < len; t0 += warp_count * spw) {
-          const long long i = t0 + lane / G;
-          mb_index v = -1, beg = 0, deg = 0, psi_min;
-          if (i < len) {
-            v = __ldcg(ac + i);
-            if (v == -1) {
-              if (sub == 0) ap[i] = -1;  // Alg. 9 line 24
-            } else {
-              beg = col_ptr[v];
-              deg = col_ptr[v + 1] - beg;
-            }
-          }
-          const bool grp = v != -1 && (deg < GPR_P_WARP_MIN || G == 32);
-          const mb_index u = gpr_group_min_row(col_ind, grp ? beg : 0, grp ? beg + deg : 0,
-                                               psi_row, grp ? __ldcg(psi_col + v) : 0, inf, G,
-                                               &psi_min);
-          if (grp && sub == 0)
-            gpr_push_listed<true>(i, v, u, psi_min, inf, mu_row, mu_col, psi_row, psi_col, ac,
-                                  ap, ia, (int)loop);
-          unsigned big = __ballot_sync(GPR_FULL_MASK,
-                                       G < 32 && sub == 0 && v != -1 && deg >= GPR_P_WARP_MIN);
-          while (big) {
-            const int src = __ffs(big) - 1;
-            big &= big - 1;
-            const mb_index wv = __shfl_sync(GPR_FULL_MASK, v, src);
-            const mb_index wbeg = __shfl_sync(GPR_FULL_MASK, beg, src);
-            const mb_index wend = wbeg + __shfl_sync(GPR_FULL_MASK, deg, src);
-            const mb_index wu = gpr_warp_min_row<true>(col_ind, wbeg, wend, psi_row,
-                                                       __ldcg(psi_col + wv), inf, &psi_min);
-            if (lane == 0)
-              gpr_push_listed<true>(t0 + src / G, wv, wu, psi_min, inf, mu_row, mu_col,
-                                    psi_row, psi_col, ac, ap, ia, (int)loop);
-            __syncwarp();
-          }
-        }
-      }
+      // G-PR-PUSHKRNL (Alg. 9) over the list.
+      gpr_p_push_pass(col_ptr, col_ind, mu_row, mu_col, psi_row, psi_col, inf, ac, ap, ia,
+                      (int)loop, len, warp_id, warp_count, gpr_group_size(len, gthreads));
       GPR_P_SYNC();
       // Alg. 7 line 18: swap Ac and Ap.
       mb_index* tmp = ac;
@@ -958,6 +1150,8 @@ done:
     pctl[GPR_P_SYNCS] = syncs;
     pctl[GPR_P_LOOPS] = loop;
     pctl[GPR_P_RELABEL_NS] = (long long)relabel_ns;
+    pctl[GPR_P_LOCAL] = local_steps;
+    pctl[GPR_P_STOPS] = stops;
   }
 #undef GPR_P_SYNC
 }

@@ -11,6 +11,7 @@ replay), not the CUDA code itself: that runs in ``tests/gpu/test_gpr_gpu.py``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -130,6 +131,14 @@ def test_persistent_slots_match_kernel_source():
         "loops": "LOOPS",
     }
     assert {k: defines[v] for k, v in names.items()} == gpr._P_COUNTERS
+    assert (defines["LOCAL"], defines["STOPS"]) == (gpr._P_LOCAL, gpr._P_STOPS)
+    # every slot the kernel names lies inside the block the driver allocates
+    slots = {
+        k: v
+        for k, v in defines.items()
+        if k not in ("SIZE", "MAX_THREADS", "WARP_MIN", "BLOCK_MIN")
+    }
+    assert max(slots.values()) < defines["SIZE"], slots
     assert int(re.search(r"#define GPR_SHRINK_MIN (\d+)", src).group(1)) == gpr.SHRINK_MIN
     # Both index widths must fit the slots: the largest slot is below the block's size.
     assert max(defines[v] for v in names.values()) < defines["SIZE"]
@@ -159,6 +168,8 @@ def test_config_defaults_are_the_papers_best_in_the_persistent_kernel():
         "scan": "tiered",
         "persistent": True,
         "blocks_per_sm": 2,
+        "relabel_stop": "active",
+        "local_max": 512,
     }
     # the class and the YAML file agree, so the solver is the same however it is built
     assert GPR().params == solver.params
@@ -170,9 +181,8 @@ def test_config_sweep_overrides(variant, strategy):
     cfg = OmegaConf.load(ROOT / "conf" / "algorithm" / "gpr.yaml")
     solver = instantiate(cfg, variant=variant, strategy=strategy, k=1.5)
     assert (
-        solver.variant()
-        == f"blocks_per_sm=2,k=1.5,launch=graph,persistent=True,scan=tiered,strategy={strategy},"
-        f"threads=512,variant={variant}"
+        solver.variant() == f"blocks_per_sm=2,k=1.5,launch=graph,local_max=512,persistent=True,"
+        f"relabel_stop=active,scan=tiered,strategy={strategy},threads=512,variant={variant}"
     )
 
 
@@ -190,6 +200,11 @@ def test_config_sweep_overrides(variant, strategy):
         {"persistent": False, "scan": "tiered"},
         {"persistent": "yes"},
         {"blocks_per_sm": 0},
+        {"relabel_stop": "early"},
+        {"relabel_stop": "active", "persistent": False},  # the host loop's relabel is full
+        {"local_max": -1},
+        {"local_max": True},
+        {"local_max": 64, "persistent": False},
     ],
 )
 def test_constructor_rejects_bad_parameters(kwargs):
@@ -202,6 +217,7 @@ def test_host_loop_defaults():
     256 threads), which earlier benchmark runs measured."""
     params = GPR(persistent=False).params
     assert (params["scan"], params["threads"], params["persistent"]) == ("warp", 256, False)
+    assert (params["relabel_stop"], params["local_max"]) == ("full", 0)
     assert GPR(persistent=False, scan="thread").params["scan"] == "thread"
 
 
@@ -928,3 +944,24 @@ COUNTER_KEYS = (
     "graph_launches",
     "host_syncs",
 )
+
+
+def test_bench_persistent_option_names():
+    from matchbench.bench.mcm_gpr import make_gpr, persistent_options, scan_arg
+
+    assert persistent_options("tiered") == {}
+    assert persistent_options("warp") is None
+    assert persistent_options("tiered-stop-local512") == {
+        "relabel_stop": "active",
+        "local_max": 512,
+    }
+    assert persistent_options("tiered-full-grid") == {"relabel_stop": "full", "local_max": 0}
+    with pytest.raises(ValueError, match="unknown token 'fast'"):
+        persistent_options("tiered-fast")
+    with pytest.raises(argparse.ArgumentTypeError):
+        scan_arg("block")
+    assert scan_arg("tiered-stop") == "tiered-stop"
+    p = make_gpr("shr", "adaptive", 0.7, "tiered-full-grid").params
+    assert (p["persistent"], p["relabel_stop"], p["local_max"]) == (True, "full", 0)
+    p = make_gpr("first", "fix", 2.0, "warp").params
+    assert (p["persistent"], p["scan"], p["relabel_stop"]) == (False, "warp", "full")

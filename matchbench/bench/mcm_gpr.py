@@ -157,13 +157,49 @@ def _apfb_available() -> bool:
     return (common.CONF_DIR / "apfb.yaml").is_file() and (common.CONF_DIR / "apsb.yaml").is_file()
 
 
-def make_gpr(variant: str, strategy: str, k: float, scan: str) -> Any:
-    """G-PR with ``scan``: ``tiered`` is the persistent kernel, the others the host loop."""
-    from matchbench.solvers.gpu.gpr import GPR, PERSISTENT_SCAN
+def persistent_options(scan: str) -> dict[str, Any] | None:
+    """The persistent kernel's options named by a bench scan, None for the host loop.
 
-    return GPR(
-        variant=variant, strategy=strategy, k=k, scan=scan, persistent=scan == PERSISTENT_SCAN
+    ``tiered`` is the persistent kernel with the solver's defaults; ``tiered-`` followed
+    by ``-``-separated tokens sets them: ``full`` / ``stop`` (``relabel_stop`` full /
+    active), ``grid`` (``local_max`` 0) or ``local<N>`` (``local_max`` N). Example:
+    ``tiered-stop-local512``.
+    """
+    if scan == "tiered":
+        return {}
+    if not scan.startswith("tiered-"):
+        return None
+    opts: dict[str, Any] = {}
+    for tok in scan.removeprefix("tiered-").split("-"):
+        if tok in ("full", "stop"):
+            opts["relabel_stop"] = "full" if tok == "full" else "active"
+        elif tok == "grid":
+            opts["local_max"] = 0
+        elif tok.startswith("local") and tok[5:].isdigit():
+            opts["local_max"] = int(tok[5:])
+        else:
+            raise ValueError(f"scan {scan!r}: unknown token {tok!r} (full, stop, grid, local<N>)")
+    return opts
+
+
+def scan_arg(scan: str) -> str:
+    """argparse type of ``--scans``: a host-loop scan or a persistent-kernel name."""
+    if scan in ("thread", "warp") or persistent_options(scan) is not None:
+        return scan
+    raise argparse.ArgumentTypeError(
+        f"{scan!r}: not thread, warp, tiered or tiered-<full|stop>-<grid|local<N>>"
     )
+
+
+def make_gpr(variant: str, strategy: str, k: float, scan: str) -> Any:
+    """G-PR with ``scan``: ``tiered*`` is the persistent kernel (with the options the name
+    gives, :func:`persistent_options`), the others the host loop."""
+    from matchbench.solvers.gpu.gpr import GPR
+
+    opts = persistent_options(scan)
+    if opts is None:
+        return GPR(variant=variant, strategy=strategy, k=k, scan=scan, persistent=False)
+    return GPR(variant=variant, strategy=strategy, k=k, persistent=True, **opts)
 
 
 def bench_config(
@@ -525,7 +561,7 @@ class Results:
 
 def _label(cfg: tuple) -> str:
     if cfg[0] == "gpr":
-        scan = {"thread": "", "tiered": ", persistent"}.get(cfg[4], f", {cfg[4]} scan")
+        scan = "" if cfg[4] == "thread" else f", {_scan_name(cfg[4])}"
         return f"{GPR_LABEL[cfg[1]]} ({cfg[2]}, {cfg[3]:g}{scan})"
     alg, bfs, thr, frontier = cfg
     kind = "GPUBFS-WR" if bfs == "wr" else "GPUBFS"
@@ -534,6 +570,8 @@ def _label(cfg: tuple) -> str:
 
 
 def _scan_name(scan: str) -> str:
+    if scan.startswith("tiered-"):
+        return "persistent " + scan.removeprefix("tiered-")
     return {"tiered": "persistent", "thread": "thread scan"}.get(scan, f"{scan} scan")
 
 
@@ -736,6 +774,9 @@ def _counters(R: Results, cfg: tuple) -> str:
         "host syncs",
         "relabel share",
     ]
+    persistent = cfg[4].startswith("tiered")
+    if persistent:
+        header += ["grid barriers", "local steps", "early stops"]
     body = []
     for n in R.names:
         r = R.last(n, cfg)
@@ -748,8 +789,13 @@ def _counters(R: Results, cfg: tuple) -> str:
             + [c[k] for k in ("push_kernels", "global_relabels", "bfs_levels", "shrinks")]
             + [c[k] for k in ("kernel_launches", "graph_launches", "host_syncs")]
             + [f"{share:.0%}"]
+            + (
+                [c.get(k, "") for k in ("grid_barriers", "local_steps", "early_stops")]
+                if persistent
+                else []
+            )
         )
-    if cfg[4] == "tiered":
+    if cfg[4].startswith("tiered"):
         share_text = (
             "Relabel share: the device clock from the start of each global relabel to its "
             "last grid barrier, over the solve time. The whole solve is one kernel launch."
@@ -855,8 +901,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
     """A short table for the end of the console output."""
     R = Results(rows)
     best = R.best_apfb()
-    cfgs = [("gpr", *DEFAULT, scan) for scan in ("tiered", "thread", "warp")]
-    cfgs = [c for c in cfgs if any(k[1] == c for k in R.runs)]
+    cfgs = [("gpr", *DEFAULT, scan) for scan in R.table_scans]
     if "fig1" in R.phases:
         cfgs += [("gpr", v, "adaptive", 0.7, R.fig1_scan) for v in ("first", "noshr")]
     cfgs += [best] if best else []
@@ -918,9 +963,11 @@ def main(argv: list[str] | None = None) -> int:
         "--scans",
         nargs="+",
         default=["tiered", "warp"],
-        choices=["tiered", "thread", "warp"],
-        help="G-PR modes of the Table I phase (tiered: the persistent kernel; thread, warp: "
-        "the host loop with that scan); the first one is the Table I ratios' and Fig. 1's",
+        type=scan_arg,
+        help="G-PR modes of the Table I phase (tiered: the persistent kernel, "
+        "tiered-<full|stop>-<grid|local<N>> with those options, see persistent_options; "
+        "thread, warp: the host loop with that scan); the first one is the Table I "
+        "ratios' and Fig. 1's",
     )
     p.add_argument("--refs", nargs="*", default=list(REFS))
     p.add_argument("--ref-workers", type=int, default=6)

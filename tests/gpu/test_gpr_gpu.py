@@ -26,14 +26,24 @@ from matchbench.solvers.gpu.gpr import GPR, K_VALUES, SCANS, STRATEGIES, VARIANT
 pytestmark = pytest.mark.gpu
 
 PAIRS = list(itertools.product(STRATEGIES, K_VALUES))  # 12 (strategy, k) pairs
+#: The persistent kernel's options per mode: (relabel_stop, local_max). "persistent" is
+#: the class's defaults; "paper" the paper's full relabel with grid barriers only;
+#: "local16" switches between local phases and the grid many times per solve.
+PERSISTENT_MODES = {
+    "persistent": {},
+    "persistent-paper": {"relabel_stop": "full", "local_max": 0},
+    "persistent-stop": {"relabel_stop": "active", "local_max": 0},
+    "persistent-local16": {"relabel_stop": "full", "local_max": 16},
+    "persistent-stop-local": {"relabel_stop": "active", "local_max": 512},
+}
 #: Every way of running G-PR: the host loop under both scans, and the persistent kernel.
-MODES = [*SCANS, "persistent"]
+MODES = [*SCANS, *PERSISTENT_MODES]
 
 
 def _gpr(mode: str, **kwargs) -> GPR:
     """G-PR run by the host loop with scan ``mode``, or by the persistent kernel."""
-    if mode == "persistent":
-        return GPR(persistent=True, **kwargs)
+    if mode in PERSISTENT_MODES:
+        return GPR(persistent=True, **PERSISTENT_MODES[mode], **kwargs)
     return GPR(persistent=False, scan=mode, **kwargs)
 
 
@@ -164,10 +174,13 @@ def test_counters_and_timings_are_reported(mode):
     assert c["host_syncs"] < c["push_kernels"] + c["bfs_levels"] + c["global_relabels"]
     t = solver.timings()
     assert 0 <= t["global_relabel"] <= t["solve"]
-    if mode == "persistent":
+    if mode in PERSISTENT_MODES:
         assert c["kernel_launches"] == 1 and c["host_syncs"] == 2
-        assert c["grid_barriers"] >= c["bfs_levels"] + c["push_kernels"], c
+        # every step not run in a local phase ends at a grid barrier
+        assert c["grid_barriers"] + c["local_steps"] >= c["bfs_levels"] + c["push_kernels"], c
         assert c["persistent_blocks"] >= 1
+        assert (c["local_steps"] > 0) == (solver.params["local_max"] > 0), c
+        assert (c["early_stops"] > 0) == (solver.params["relabel_stop"] == "active"), c
 
 
 def test_trivial_instances():
@@ -216,16 +229,53 @@ def test_every_variant_strategy_and_k_on_the_corpus(corpus, mode):
 
 
 @pytest.mark.parametrize("threads,blocks_per_sm", [(64, 1), (256, 8), (1024, 2)])
-def test_persistent_grid_shapes(threads, blocks_per_sm):
+@pytest.mark.parametrize("local_max", [0, 300])
+def test_persistent_grid_shapes(threads, blocks_per_sm, local_max):
     """Block sizes and grids other than the default (the block tier needs hub rows of
-    >= 1024 entries: the Kronecker graph has them)."""
+    >= 1024 entries: the Kronecker graph has them), with and without local phases (in
+    block 0 alone the block tier runs too)."""
     for g0 in (generators.kronecker(15, seed=5), generators.delaunay(14, seed=6)):
         want = _maximum(g0)
         g = g0.permuted(11)
         assert g0.name.startswith("delaunay") or int(np.diff(g.row_ptr).max()) >= 1024
-        for variant in VARIANTS:
-            solver = GPR(variant=variant, threads=threads, blocks_per_sm=blocks_per_sm)
+        for variant, stop in itertools.product(VARIANTS, ("full", "active")):
+            solver = GPR(
+                variant=variant,
+                threads=threads,
+                blocks_per_sm=blocks_per_sm,
+                relabel_stop=stop,
+                local_max=local_max,
+            )
             _check(g, solver, cheap_matching(g), want)
+
+
+def test_early_stop_and_local_phases_on_larger_meshes():
+    """Meshes of 2^18 vertices, original and RCP, where relabels stop early and local
+    phases alternate with grid steps; the counters show both ran (a relabel whose last
+    active column is labelled at the BFS's last level does not count as stopped early,
+    so the counts are summed per mode)."""
+    stops: Counter = Counter()
+    local: Counter = Counter()
+    for g0 in (generators.rgg(18, seed=2), generators.grid(18), generators.delaunay(17, seed=3)):
+        want = _maximum(g0)
+        for g in (g0, g0.permuted(13)):
+            init = cheap_matching(g)
+            for variant, local_max in itertools.product(VARIANTS, (0, 64, 1024)):
+                solver = GPR(variant=variant, relabel_stop="active", local_max=local_max)
+                _check(g, solver, init, want)
+                c = solver.counters()
+                stops[variant] += c["early_stops"]
+                local[local_max] += c["local_steps"]
+    assert min(stops.values()) > 0, stops
+    assert local[0] == 0 and local[64] > 0 and local[1024] > 0, local
+
+
+def test_barrier_probe():
+    g = generators.delaunay(10, seed=1)
+    solver = GPR()
+    solver.prepare(g, cheap_matching(g))
+    per = solver.barrier_seconds(2000)
+    assert 0 < per < 1e-3
 
 
 def test_persistent_time_limit_stops_the_kernel_and_the_solver_recovers():

@@ -37,6 +37,11 @@ SCANS = ("thread", "warp")
 PERSISTENT_SCAN = "tiered"
 #: The k values of the paper's Fig. 1 sweep (any k > 0 is accepted).
 K_VALUES = (0.3, 0.5, 0.7, 1.0, 1.5, 2.0)
+#: Where a global relabel's BFS ends: "full" = the paper's (no row added), "active" = after
+#: the level at which every active column has its label (persistent kernel only).
+RELABEL_STOPS = ("full", "active")
+#: The persistent kernel's default local_max: one block's threads at the default size.
+PERSISTENT_LOCAL_MAX = 512
 #: Alg. 7 line 11: shrink the active lists only when they hold at least this many entries.
 SHRINK_MIN = 512
 #: Ring of launch stamps (a power of two); one more slot carries the lists' new length.
@@ -57,7 +62,9 @@ _P_COUNTERS = {
     "loops": 15,
 }
 _P_RELABEL_NS = 16
-_P_SIZE = 24
+_P_LOCAL = 28
+_P_STOPS = 29
+_P_SIZE = 32
 #: Largest block of the persistent kernel (GPR_P_MAX_THREADS).
 _P_MAX_THREADS = 1024
 #: A grid barrier that waits longer than this gives up (a grid that is not co-resident).
@@ -558,6 +565,7 @@ KERNELS = (
     "gpr_advance",
     "gpr_fix_matching",
     "gpr_persistent",
+    "gpr_barrier_probe",
 )
 
 
@@ -703,6 +711,20 @@ class GPR(BaseSolver):
         Persistent kernel: blocks per multiprocessor (capped by the occupancy
         calculator, so that the grid is co-resident). More blocks hide more memory
         latency; fewer make each grid barrier cheaper.
+    relabel_stop : {"full", "active"}, optional
+        Where a global relabel's BFS ends: ``full``, the paper's, when a level adds no
+        row; ``active`` (beyond the paper; persistent kernel only) after the level at
+        which every active column has its label. Default: ``active`` when
+        ``persistent``, else ``full``. Vertices farther away keep the label
+        ``inf`` until the next relabel; no push selects them (``kernels/gpr.cu``,
+        "Early-stopped relabel"). maxLevel, and so the adaptive interval, is then the
+        depth reached.
+    local_max : int, optional
+        Persistent kernel: BFS levels with at most this many frontier rows, and push
+        iterations of lists (``noshr``, ``shr``) with at most this many slots, run in
+        block 0 alone with block barriers instead of grid barriers ("Local phases" in
+        ``kernels/gpr.cu``). 0 turns local phases off. Default: 512 when
+        ``persistent``, else 0.
 
     Notes
     -----
@@ -727,7 +749,9 @@ class GPR(BaseSolver):
     queued, in graphs too, surplus ones that exited at once included; CuPy array
     operations count one each), ``graph_launches``, ``graph_captures`` (captures
     during this run; they are cached per instance), ``host_syncs``; persistent mode also
-    ``grid_barriers`` and ``persistent_blocks``.
+    ``grid_barriers``, ``persistent_blocks``, ``local_steps`` (BFS levels and push
+    iterations run by one block in local phases) and ``early_stops`` (relabels that
+    ``relabel_stop: active`` ended before the paper's).
     """
 
     name: ClassVar[str] = "gpr"
@@ -748,6 +772,8 @@ class GPR(BaseSolver):
         scan: str | None = None,
         persistent: bool = True,
         blocks_per_sm: int = 2,
+        relabel_stop: str | None = None,
+        local_max: int | None = None,
     ) -> None:
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -777,6 +803,25 @@ class GPR(BaseSolver):
             raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
         if not isinstance(blocks_per_sm, int | np.integer) or int(blocks_per_sm) < 1:
             raise ValueError(f"blocks_per_sm must be a positive integer, got {blocks_per_sm!r}")
+        if relabel_stop is None:
+            relabel_stop = "active" if persistent else "full"
+        if local_max is None:
+            local_max = PERSISTENT_LOCAL_MAX if persistent else 0
+        if relabel_stop not in RELABEL_STOPS:
+            raise ValueError(f"relabel_stop must be one of {RELABEL_STOPS}, got {relabel_stop!r}")
+        if relabel_stop != "full" and not persistent:
+            raise ValueError(
+                f"relabel_stop: {relabel_stop} needs persistent: true (the host loop runs "
+                "the paper's full relabel)"
+            )
+        if (
+            isinstance(local_max, bool)
+            or not isinstance(local_max, int | np.integer)
+            or int(local_max) < 0
+        ):
+            raise ValueError(f"local_max must be a non-negative integer, got {local_max!r}")
+        if local_max and not persistent:
+            raise ValueError("local_max > 0 needs persistent: true (local phases are its own)")
         super().__init__(
             variant=variant,
             strategy=strategy,
@@ -786,6 +831,8 @@ class GPR(BaseSolver):
             scan=scan,
             persistent=bool(persistent),
             blocks_per_sm=int(blocks_per_sm),
+            relabel_stop=relabel_stop,
+            local_max=int(local_max),
         )
         self._state: _DeviceState | None = None
         self._n_active = 0
@@ -916,6 +963,8 @@ class GPR(BaseSolver):
             np.int32(VARIANTS.index(self.params["variant"])),
             np.int32(self.params["strategy"] == "adaptive"),
             np.float64(self.params["k"]),
+            np.int32(self.params["relabel_stop"] == "active"),
+            np.int64(self.params["local_max"]),
             np.uint64(0 if limit is None else max(1, int(float(limit) * 1e9))),
             np.uint64(_P_BARRIER_TIMEOUT_NS),
         )
@@ -936,6 +985,8 @@ class GPR(BaseSolver):
         counters: dict[str, int | float] = {k: int(out[i]) for k, i in _P_COUNTERS.items()}
         counters.update(
             final_list_length=int(out[_P_LEN]),
+            local_steps=int(out[_P_LOCAL]),
+            early_stops=int(out[_P_STOPS]),
             kernel_launches=1 if self._n_active else 0,
             graph_launches=0,
             graph_captures=0,
@@ -954,6 +1005,31 @@ class GPR(BaseSolver):
                 f"{counters['global_relabels']} relabels and {counters['loops']} push "
                 "iterations): the grid was not co-resident"
             )
+
+    def barrier_seconds(self, reps: int = 20000) -> float:
+        """Seconds per grid barrier of the persistent kernel's grid (``gpr_barrier_probe``:
+        ``reps`` barriers and nothing else, one launch), on the prepared instance's state.
+        """
+        from matchbench.solvers.gpu.common import EventTimer
+
+        st = self._require_state()
+        if not self.params["persistent"]:
+            raise RuntimeError(f"{self.name}: barrier_seconds() needs persistent: true")
+        a = st.arrays
+        with st.stream:
+            a["pctl"].fill(0)
+            timer = EventTimer()
+            with timer:
+                st.kernels["gpr_barrier_probe"].kernel(
+                    (st.p_grid,),
+                    (self.params["threads"],),
+                    (a["pctl"], np.int32(reps), np.uint64(_P_BARRIER_TIMEOUT_NS)),
+                    enable_cooperative_groups=True,
+                )
+            abort = int(a["pctl"][_P_ABORT].get()) & 0xFFFFFFFF
+        if abort:
+            raise RuntimeError(f"{self.name}: the barrier probe timed out")
+        return timer.seconds / max(1, int(reps))
 
     def result(self) -> Any:
         from matchbench.problems.bipartite import Matching
@@ -1127,6 +1203,8 @@ class GPR(BaseSolver):
                         np.int32(2),
                         np.int32(1),
                         np.float64(0.7),
+                        np.int32(1),
+                        np.int64(1),
                         np.uint64(0),
                         np.uint64(_P_BARRIER_TIMEOUT_NS),
                     ),
