@@ -627,6 +627,50 @@ __device__ __forceinline__ void gpr_p_visit(mb_index v, mb_index level, mb_index
   }
 }
 
+// Lanes walk GPR_P_BATCH entries of an adjacency at once (entries e, e + G, ...): their
+// loads are independent, so one lane keeps that many in flight instead of waiting on
+// each neighbour's chain of dependent loads before starting the next. On the RCP meshes
+// most steps are such chains (see "Local phases").
+#define GPR_P_BATCH 4
+
+// gpr_p_visit for the entries first, first + G, ... (GPR_P_BATCH of them, those below
+// end) of row_ind: the same steps, each stage issued for every entry before the next
+// stage (the label reads, the claims, the mates, then the rows' labels and appends).
+// Alg. 5's steps do not depend on the order in which a row's columns are visited.
+__device__ __forceinline__ void gpr_p_visit_batch(const mb_index* __restrict__ row_ind,
+                                                  mb_index first, mb_index end, int G,
+                                                  mb_index level, mb_index inf,
+                                                  const mb_index* mu_row, const mb_index* mu_col,
+                                                  mb_index* psi_row, mb_index* psi_col,
+                                                  mb_index* next, unsigned long long* next_count,
+                                                  unsigned long long* seen) {
+  mb_index v[GPR_P_BATCH], w[GPR_P_BATCH];
+  bool mine[GPR_P_BATCH];
+#pragma unroll
+  for (int j = 0; j < GPR_P_BATCH; ++j) {
+    const mb_index e = first + j * G;
+    v[j] = e < end ? row_ind[e] : -1;
+  }
+#pragma unroll
+  for (int j = 0; j < GPR_P_BATCH; ++j)
+    mine[j] = v[j] >= 0 && __ldcg(psi_col + v[j]) == inf;  // Alg. 5 line 4
+#pragma unroll
+  for (int j = 0; j < GPR_P_BATCH; ++j)
+    mine[j] = mine[j] && mb_cas(psi_col + v[j], inf, level + 1) == inf;  // line 5
+#pragma unroll
+  for (int j = 0; j < GPR_P_BATCH; ++j) w[j] = mine[j] ? __ldcg(mu_col + v[j]) : -2;
+#pragma unroll
+  for (int j = 0; j < GPR_P_BATCH; ++j) {
+    if (!mine[j]) continue;
+    if (w[j] > -1 && __ldcg(mu_row + w[j]) == v[j]) {  // Alg. 5 line 6
+      psi_row[w[j]] = level + 2;                        // line 7
+      mb_append(next, next_count, w[j]);                // uAdded (line 8)
+    } else if (seen != nullptr && w[j] != -2) {
+      atomicAdd(seen, 1ULL);  // v is active (gpr_is_active): unmatched or stale
+    }
+  }
+}
+
 // One G-GR-KRNL call (Alg. 5) over the rows of the frontier queue `cur` (cnt rows, label
 // `level`), appending the rows it labels to `next`, run by blocks [0, nblk) of which this
 // is block `bid` (the grid, or block 0 alone in a local phase). A row goes to a group of G lanes (a
@@ -680,10 +724,10 @@ __device__ __forceinline__ void gpr_p_bfs_level(const mb_index* __restrict__ row
         gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
                     next_count, seen);
     }
-    if (deg < GPR_P_WARP_MIN || G == 32)  // group tier
-      for (mb_index e = beg + sub; e < beg + deg; e += G)
-        gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
-                    next_count, seen);
+    if (deg < GPR_P_WARP_MIN || G == 32)  // group tier, GPR_P_BATCH entries per lane
+      for (mb_index e = beg + sub; e < beg + deg; e += GPR_P_BATCH * G)
+        gpr_p_visit_batch(row_ind, e, beg + deg, G, level, inf, mu_row, mu_col, psi_row,
+                          psi_col, next, next_count, seen);
     __syncthreads();  // s_big / s_nbig are reused by the next round
   }
 }
@@ -699,10 +743,13 @@ __device__ __forceinline__ int gpr_group_size(long long items, long long threads
 
 // Lowest-label row among nbr[begin, end) for a group of G lanes (aligned, a power of two
 // <= 32; each group passes its own uniform arguments, an empty range for none). Every
-// lane of the warp must call: the rounds are uniform over the warp. As gpr_warp_min_row
-// with G neighbours per round: the lowest label wins, ties to the earliest neighbour,
-// and a group stops after the round in which its minimum reaches psi_v - 1 (Alg. 6
-// lines 5-12, the early exit tested once per G neighbours; G = 1 is the paper's loop).
+// lane of the warp must call: the rounds are uniform over the warp. A round reads
+// GPR_P_BATCH x G neighbours, GPR_P_BATCH per lane (entries sub, sub + G, ...; their loads
+// are in flight together): the lowest label wins, ties to the earliest neighbour, and a
+// group stops after the round in which its minimum reaches psi_v - 1 (Alg. 6 lines 5-12,
+// the early exit tested once per round). Every neighbour's label is >= psi_v - 1 (the
+// neighbourhood invariant), so the row chosen is the paper's sequential scan's: the
+// earliest neighbour of the lowest label.
 __device__ __forceinline__ mb_index gpr_group_min_row(const mb_index* __restrict__ nbr,
                                                       mb_index begin, mb_index end,
                                                       const mb_index* psi_row, mb_index psi_v,
@@ -714,25 +761,36 @@ __device__ __forceinline__ mb_index gpr_group_min_row(const mb_index* __restrict
   mb_index best = -1;
   bool done = begin >= end;
   while (__any_sync(GPR_FULL_MASK, !done)) {
-    const mb_index e = begin + sub;
-    mb_index p = inf, u = -1;
-    if (!done && e < end) {
-      u = nbr[e];
-      p = __ldcg(psi_row + u);
+    mb_index uu[GPR_P_BATCH];
+#pragma unroll
+    for (int j = 0; j < GPR_P_BATCH; ++j) {
+      const mb_index e = begin + j * G + sub;
+      uu[j] = !done && e < end ? nbr[e] : -1;
     }
-    long long key = ((long long)p << 5) | sub;
+    // The lane's lowest (label, position in the round); positions j G + sub < 128.
+    long long key = ((long long)inf << 7) | 127;
+    mb_index u = -1;
+#pragma unroll
+    for (int j = 0; j < GPR_P_BATCH; ++j) {
+      const mb_index p = uu[j] >= 0 ? __ldcg(psi_row + uu[j]) : inf;
+      const long long kj = ((long long)p << 7) | (j * G + sub);
+      if (kj < key) {
+        key = kj;
+        u = uu[j];
+      }
+    }
     for (int o = 1; o < G; o <<= 1) {
       const long long other = __shfl_xor_sync(GPR_FULL_MASK, key, o);
       key = other < key ? other : key;
     }
-    u = __shfl_sync(GPR_FULL_MASK, u, (lane & ~(G - 1)) | (int)(key & 31));
-    p = (mb_index)(key >> 5);
+    u = __shfl_sync(GPR_FULL_MASK, u, (lane & ~(G - 1)) | (int)(key & 127 & (G - 1)));
+    const mb_index p = (mb_index)(key >> 7);
     if (!done) {
       if (p < psi_min) {
         psi_min = p;
         best = u;
       }
-      begin += G;
+      begin += GPR_P_BATCH * G;
       done = psi_min == psi_v - 1 || begin >= end;
     }
   }
