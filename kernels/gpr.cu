@@ -608,59 +608,44 @@ __device__ __forceinline__ long long gpr_interval(int adaptive, double k, long l
   return r < 1 ? 1 : r;
 }
 
-// Alg. 5 lines 3-8 for the entry v of a frontier row's adjacency at level cLevel: claim an
-// unvisited column (label cLevel + 1) and queue its matched row (label cLevel + 2).
-// With `seen` (relabel_stop = active), an active column labelled here is counted.
-__device__ __forceinline__ void gpr_p_visit(mb_index v, mb_index level, mb_index inf,
-                                            const mb_index* mu_row, const mb_index* mu_col,
-                                            mb_index* psi_row, mb_index* psi_col,
-                                            mb_index* next, unsigned long long* next_count,
-                                            unsigned long long* seen) {
-  if (__ldcg(psi_col + v) != inf) return;                          // Alg. 5 line 4
-  if (mb_cas(psi_col + v, inf, level + 1) != inf) return;          // line 5, claimed once
-  const mb_index w = __ldcg(mu_col + v);
-  if (w > -1 && __ldcg(mu_row + w) == v) {                          // Alg. 5 line 6
-    psi_row[w] = level + 2;                                         // line 7
-    mb_append(next, next_count, w);                                 // uAdded (line 8)
-  } else if (seen != nullptr && w != -2) {
-    atomicAdd(seen, 1ULL);  // v is active (gpr_is_active): unmatched or stale
-  }
-}
-
 // Lanes walk GPR_P_BATCH entries of an adjacency at once (entries e, e + G, ...): their
 // loads are independent, so one lane keeps that many in flight instead of waiting on
 // each neighbour's chain of dependent loads before starting the next. On the RCP meshes
 // most steps are such chains (see "Local phases").
 #define GPR_P_BATCH 4
 
-// gpr_p_visit for the entries first, first + G, ... (GPR_P_BATCH of them, those below
-// end) of row_ind: the same steps, each stage issued for every entry before the next
-// stage (the label reads, the claims, the mates, then the rows' labels and appends).
-// Alg. 5's steps do not depend on the order in which a row's columns are visited.
-__device__ __forceinline__ void gpr_p_visit_batch(const mb_index* __restrict__ row_ind,
-                                                  mb_index first, mb_index end, int G,
-                                                  mb_index level, mb_index inf,
-                                                  const mb_index* mu_row, const mb_index* mu_col,
-                                                  mb_index* psi_row, mb_index* psi_col,
-                                                  mb_index* next, unsigned long long* next_count,
-                                                  unsigned long long* seen) {
-  mb_index v[GPR_P_BATCH], w[GPR_P_BATCH];
-  bool mine[GPR_P_BATCH];
+// Alg. 5 lines 3-8 for the entries first, first + G, ... (B of them, those below end) of
+// row_ind, a frontier row's adjacency at level cLevel: claim each unvisited column
+// (label cLevel + 1) and queue its matched row (label cLevel + 2); with `seen`
+// (relabel_stop = active), count each active column labelled. Each stage is issued for
+// every entry before the next one (the label reads, the claims, the mates, then the
+// rows' labels and appends); Alg. 5's steps do not depend on the order in which a row's
+// columns are visited. B = 1 visits one entry (the warp and block tiers).
+template <int B>
+__device__ __forceinline__ void gpr_p_visit(const mb_index* __restrict__ row_ind,
+                                            mb_index first, mb_index end, int G,
+                                            mb_index level, mb_index inf,
+                                            const mb_index* mu_row, const mb_index* mu_col,
+                                            mb_index* psi_row, mb_index* psi_col,
+                                            mb_index* next, unsigned long long* next_count,
+                                            unsigned long long* seen) {
+  mb_index v[B], w[B];
+  bool mine[B];
 #pragma unroll
-  for (int j = 0; j < GPR_P_BATCH; ++j) {
+  for (int j = 0; j < B; ++j) {
     const mb_index e = first + j * G;
     v[j] = e < end ? row_ind[e] : -1;
   }
 #pragma unroll
-  for (int j = 0; j < GPR_P_BATCH; ++j)
+  for (int j = 0; j < B; ++j)
     mine[j] = v[j] >= 0 && __ldcg(psi_col + v[j]) == inf;  // Alg. 5 line 4
 #pragma unroll
-  for (int j = 0; j < GPR_P_BATCH; ++j)
+  for (int j = 0; j < B; ++j)
     mine[j] = mine[j] && mb_cas(psi_col + v[j], inf, level + 1) == inf;  // line 5
 #pragma unroll
-  for (int j = 0; j < GPR_P_BATCH; ++j) w[j] = mine[j] ? __ldcg(mu_col + v[j]) : -2;
+  for (int j = 0; j < B; ++j) w[j] = mine[j] ? __ldcg(mu_col + v[j]) : -2;
 #pragma unroll
-  for (int j = 0; j < GPR_P_BATCH; ++j) {
+  for (int j = 0; j < B; ++j) {
     if (!mine[j]) continue;
     if (w[j] > -1 && __ldcg(mu_row + w[j]) == v[j]) {  // Alg. 5 line 6
       psi_row[w[j]] = level + 2;                        // line 7
@@ -710,8 +695,8 @@ __device__ __forceinline__ void gpr_p_bfs_level(const mb_index* __restrict__ row
       const mb_index bu = s_big[b];
       const mb_index end = row_ptr[bu + 1];
       for (mb_index e = row_ptr[bu] + threadIdx.x; e < end; e += blockDim.x)
-        gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
-                    next_count, seen);
+        gpr_p_visit<1>(row_ind, e, end, 0, level, inf, mu_row, mu_col, psi_row, psi_col,
+                       next, next_count, seen);
     }
     // Warp tier (groups smaller than a warp only).
     unsigned big = __ballot_sync(GPR_FULL_MASK, G < 32 && sub == 0 && deg >= GPR_P_WARP_MIN);
@@ -721,13 +706,13 @@ __device__ __forceinline__ void gpr_p_bfs_level(const mb_index* __restrict__ row
       const mb_index wbeg = __shfl_sync(GPR_FULL_MASK, beg, src);
       const mb_index wend = wbeg + __shfl_sync(GPR_FULL_MASK, deg, src);
       for (mb_index e = wbeg + lane; e < wend; e += 32)
-        gpr_p_visit(row_ind[e], level, inf, mu_row, mu_col, psi_row, psi_col, next,
-                    next_count, seen);
+        gpr_p_visit<1>(row_ind, e, wend, 0, level, inf, mu_row, mu_col, psi_row, psi_col,
+                       next, next_count, seen);
     }
     if (deg < GPR_P_WARP_MIN || G == 32)  // group tier, GPR_P_BATCH entries per lane
       for (mb_index e = beg + sub; e < beg + deg; e += GPR_P_BATCH * G)
-        gpr_p_visit_batch(row_ind, e, beg + deg, G, level, inf, mu_row, mu_col, psi_row,
-                          psi_col, next, next_count, seen);
+        gpr_p_visit<GPR_P_BATCH>(row_ind, e, beg + deg, G, level, inf, mu_row, mu_col,
+                                 psi_row, psi_col, next, next_count, seen);
     __syncthreads();  // s_big / s_nbig are reused by the next round
   }
 }
