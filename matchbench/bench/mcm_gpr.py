@@ -902,6 +902,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
     R = Results(rows)
     best = R.best_apfb()
     cfgs = [("gpr", *DEFAULT, scan) for scan in R.table_scans]
+    cfgs = [c for c in cfgs if any(k[1] == c for k in R.runs)]
     if "fig1" in R.phases:
         cfgs += [("gpr", v, "adaptive", 0.7, R.fig1_scan) for v in ("first", "noshr")]
     cfgs += [best] if best else []
