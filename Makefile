@@ -1,11 +1,14 @@
 # Two commands do all set-up on a fresh machine:
-#   make run    the main job on the embedded smoke set (results under runs/)
+#   make run    the main job: the quickstart experiment (every solver of every family on
+#               the embedded instances, verified; results under runs/, HTML report beside)
 #   make test   the test suite (GPU tests skip, with the reason, where no GPU is usable)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 # cuda12 brings CuPy + NVRTC, so kernels compile (and are tested) even without a GPU.
 EXTRAS ?= dev,ref,cuda12
+# What `make run` runs; ARGS adds Hydra overrides (RUN= for a single job of your own).
+RUN    ?= -m +experiment=quickstart
 
 .PHONY: run test lint clean
 
@@ -17,7 +20,7 @@ $(BIN)/.installed: pyproject.toml
 	touch $@
 
 run: $(BIN)/.installed
-	$(BIN)/matchbench $(ARGS)
+	$(BIN)/matchbench $(RUN) $(ARGS)
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

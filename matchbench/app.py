@@ -42,14 +42,19 @@ def job_plan(cfg: DictConfig):
     job_index = hc.job.num if hc.job.get("num") is not None else 0
     # Resolve here, in the process that has Hydra's resolvers; workers get plain dicts.
     plain: dict[str, Any] = OmegaConf.to_container(cfg, resolve=True)  # type: ignore[assignment]
-    return build_plan(plain, job_index=int(job_index), overrides=overrides)
+    experiment = hc.runtime.choices.get("experiment")
+    return build_plan(plain, job_index=int(job_index), overrides=overrides, experiment=experiment)
 
 
 def report_summary(summary: dict[str, Any], stream=None) -> None:
     stream = stream or sys.stderr
     rows = ", ".join(f"{k}={v}" for k, v in sorted(summary["rows"].items())) or "no rows"
     stream.write(f"results: {summary['dir']} ({rows})\n")
+    if summary.get("report"):
+        stream.write(f"report: {summary['report']}\n")
     stream.write("show them: matchbench results   (or pandas.read_parquet / DuckDB, see README)\n")
+    for name in summary.get("experiments", []):
+        stream.write(f"paper tables: matchbench report --experiment {name}\n")
 
 
 #: ``conf/`` of the checkout, absolute so Hydra finds it however matchbench is started.

@@ -55,3 +55,23 @@ class Faulty(BaseSolver):
             m.col_match[j] = -1
             return m
         return self.match
+
+
+class Counting(Faulty):
+    """Solves correctly; an instrumented run also reports a costly counter."""
+
+    name = "counting"
+    instrumentable = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on = False
+
+    def instrument(self, on: bool) -> None:
+        self.on = bool(on)
+
+    def counters(self) -> dict[str, int]:
+        out = {"iterations": 1}
+        if self.on:
+            out["edges_scanned"] = int(self.graph.n_edges)
+        return out

@@ -15,7 +15,7 @@ from scipy.optimize import linear_sum_assignment
 
 from matchbench.datasets import DatasetError
 from matchbench.problems import get_problem
-from matchbench.problems.assignment import (
+from matchbench.problems.lap import (
     FLOAT_RTOL,
     LAP,
     Assignment,

@@ -13,7 +13,7 @@ from scipy.spatial.distance import cdist
 
 from matchbench.datasets import DatasetError, load
 from matchbench.datasets import lap as L
-from matchbench.problems.assignment import CostMatrix
+from matchbench.problems.lap import CostMatrix
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "dataset"
 

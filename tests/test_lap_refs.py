@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from matchbench.datasets import lap as L
-from matchbench.problems.assignment import LAP, CostMatrix, certificate_atol
+from matchbench.problems.lap import LAP, CostMatrix, certificate_atol
 from matchbench.solvers.cpu.lap_ref import HungarianTree, LapJV, ScipyLSA
 
 PROBLEM = LAP()
@@ -190,54 +190,3 @@ def test_hungarian_kernels_compile_for_every_cost_dtype():
         ptx = kernels.compile_ptx("hungarian", "sm_80", (f"-DHUNG_DTYPE={code}",))
         entries = {line.split("(")[0].split()[-1] for line in ptx.splitlines() if ".entry" in line}
         assert entries == set(_KERNELS)
-
-
-def test_lap_bench_tables_render_every_variant():
-    """The bench's tables from measurement rows (no GPU): each variant lands in its column,
-    the speed-ups use the best GPU variant, and a missed target is called so."""
-    import argparse
-
-    from matchbench.bench import lap as bench
-
-    def row(t, levels=100, **counters):
-        return {
-            "status": "ok",
-            "verified": True,
-            "objective": 7.0,
-            "solve_s": t,
-            "phases": {"forward_pass": t / 2, "dual_update": t / 10},
-            "counters": {"bfs_levels": levels, "initial_assignments": 3, **counters},
-            "gpu_peak_bytes": 2**20,
-            "cost_bytes": 2**20,
-        }
-
-    gpu, cpu = {}, {}
-    for r in bench.RANGES:
-        for n in bench.TABLE3_N:
-            gpu[("cu_class", r, n, 1)] = row(0.5)
-            gpu[("cu_tree", r, n, 1)] = row(0.01, grid_barriers=120, host_syncs=1)
-            gpu[("cu_tree host", r, n, 1)] = row(0.08, host_syncs=20)
-            gpu[("cu_tree", r, n, ("tiles", 2))] = row(0.02)
-            cpu[("scipy_lsa", r, n)] = {"status": "ok", "seconds": 2.0, "certified": True}
-            cpu[("lapjv", r, n)] = {"status": "timeout", "limit_s": 30.0}
-    info = {
-        "gpu_model": "test GPU",
-        "gpu_count": 1,
-        "cuda_runtime_version": 0,
-        "cuda_driver_version": 0,
-        "cupy_version": "0",
-        "host_cpus": 2,
-    }
-    args = argparse.Namespace(seed=1, reps=3, cpu_timeout=30.0, cpu_workers=2)
-    md = bench.render(gpu, cpu, info, args, [], {"t1", "ablation", "big"}, [2])
-    n0 = bench.TABLE3_N[0]
-    assert f"| [0, n/10] | {n0} | 0.01 | cu_tree | 200x | > 3000x | - |" in md
-    assert f"| [0, 10n] | {n0} | persistent | 0.01 | 100 |" in md and "| 100.00 |" in md
-    assert f"| [0, 10n] | {n0} | 0.01 | 0.02 | - |" in md  # tiles table: auto, 2 tiles
-    assert "faster than scipy_lsa at n >= 5000: smallest speedup 200x" in md
-    assert "-> met" in md and "GPU answers not certified or failed: none" in md
-    gpu[("cu_tree", "n", n0, 1)] = row(0.05)
-    gpu[("cu_tree host", "n", n0, 1)] = {"status": "error: RuntimeError: x"}
-    md = bench.render(gpu, cpu, info, args, [], {"t1", "ablation", "big"}, [])
-    assert f"smallest speedup 40x at [0,n] n={n0} (cu_tree)" in md and "NOT met" in md
-    assert f"('cu_tree host', 'n', {n0}, 1)" in md

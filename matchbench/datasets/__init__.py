@@ -12,9 +12,23 @@ one spec into an instance, and :func:`instance_key` names a spec by a short stab
 (for result rows and resuming a sweep).
 
 Adding a dataset family takes one function that returns an instance (for the MCM family
-a :class:`~matchbench.problems.bipartite.BipartiteGraph`) and one YAML file whose
-``_target_`` names it. The function may take a ``data_dir`` argument; :func:`load`
-passes its own ``data_dir`` to those functions that do.
+a :class:`~matchbench.problems.bipartite.BipartiteGraph`, for the LAP family a
+:class:`~matchbench.problems.lap.CostMatrix`), decorated with :func:`dataset` to say
+which problem its instances belong to, and one YAML file whose ``_target_`` names it::
+
+    @dataset("mcm", disk_cache=True)
+    def kronecker(scale: int, seed: int = 1) -> BipartiteGraph: ...
+
+The function may take a ``data_dir`` argument; :func:`load` passes its own ``data_dir``
+to those functions that do. The problem tag lets the planner pair solvers with
+instances (:func:`spec_problem`) without loading anything.
+
+``disk_cache=True`` (for generators: deterministic, and slower to run than to read back)
+keeps each generated instance in ``<data_dir>/generated/<key>-v<CACHE_FORMAT>.npz``
+(:func:`disk_cache_path`), written once by whichever worker makes it first and read by
+every later run; the instance's class must then have ``save_npz(path)`` and a classmethod
+``load_npz(path)``. Bump :data:`CACHE_FORMAT` when a generator's output changes.
+``MATCHBENCH_NO_DISK_CACHE=1`` turns the disk cache off.
 
 Families here: :mod:`~matchbench.datasets.mtx` (any Matrix Market file),
 :mod:`~matchbench.datasets.suitesparse` (the SuiteSparse Matrix Collection, downloaded
@@ -31,26 +45,32 @@ import json
 import numbers
 import os
 import threading
+import uuid
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from matchbench.problems.bipartite import BipartiteGraph
 
 __all__ = [
+    "CACHE_FORMAT",
     "CACHE_SIZE",
     "DatasetError",
     "DatasetWarning",
     "SMOKE_DIR",
     "clear_cache",
+    "dataset",
     "default_data_dir",
+    "disk_cache_path",
     "expand",
     "instance_key",
     "load",
     "smoke",
     "smoke_names",
+    "spec_problem",
 ]
 
 
@@ -68,11 +88,25 @@ SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
 #: its original).
 CACHE_SIZE = 4
 
+#: Version of the generated instances kept on disk; part of every cache file's name.
+#: Bump it whenever a ``disk_cache`` generator could return something else for the same
+#: arguments (a fixed bug, another vertex numbering, other random draws, new ``params``)
+#: or the ``save_npz`` layout of an instance class changes: files of the old version are
+#: then never read again (delete ``<data_dir>/generated`` to reclaim the space). A file,
+#: once written, also outlives numpy and scipy upgrades that would change a fresh draw:
+#: that keeps instances the same across runs, which is what a benchmark wants.
+CACHE_FORMAT = 1
+
+#: Set to 1 (or true, yes, on) to neither read nor write generated instances on disk.
+NO_DISK_CACHE_ENV = "MATCHBENCH_NO_DISK_CACHE"
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
 _SET_KEYS = frozenset({"instances", "rcp", "rcp_seed", "name", "description"})
 
 
 def default_data_dir() -> Path:
-    """Where downloaded datasets are cached.
+    """Where downloaded datasets and generated instances are cached.
 
     ``$MATCHBENCH_DATA_DIR`` when set, else ``<user cache dir>/matchbench/datasets``
     (``platformdirs.user_cache_dir``; ``~/.cache/matchbench/datasets`` on Linux).
@@ -83,6 +117,69 @@ def default_data_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir("matchbench")) / "datasets"
+
+
+# ---------------------------------------------------------------------------------------
+# Dataset functions
+
+
+def dataset(problem: str, *, disk_cache: bool = False) -> Callable[[_F], _F]:
+    """Mark a function as a dataset function of a problem family.
+
+    Parameters
+    ----------
+    problem : str
+        The problem its instances belong to (``"mcm"``, ``"lap"``: a name of
+        :func:`~matchbench.problems.get_problem`).
+    disk_cache : bool
+        Keep the instances it returns on disk across runs (see :func:`load`). Only for
+        deterministic functions (a generator with a seed), whose instance class has
+        ``save_npz``/``load_npz``; not for file readers, whose file already is the cache.
+
+    Returns
+    -------
+    callable
+        A decorator that sets ``fn.matchbench_problem`` and ``fn.matchbench_disk_cache``
+        and returns ``fn`` itself (signature, name and docstring unchanged).
+    """
+    if not isinstance(problem, str) or not problem:
+        raise TypeError(f"dataset: problem must be a non-empty string, not {problem!r}")
+
+    def mark(fn: _F) -> _F:
+        fn.matchbench_problem = problem  # type: ignore[attr-defined]
+        fn.matchbench_disk_cache = bool(disk_cache)  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+def _resolve(target: Any) -> Callable[..., Any]:
+    """The function a ``_target_`` names; raises what ``hydra.utils.get_method`` raises."""
+    if not isinstance(target, str) or not target:
+        raise ValueError(f"_target_ must name a function, not {target!r}")
+    from hydra.utils import get_method
+
+    return get_method(target)
+
+
+def spec_problem(spec: Mapping[str, Any]) -> str | None:
+    """The problem (``"mcm"``, ``"lap"``) of the instances an instance spec names.
+
+    Read from the :func:`dataset` tag of the spec's ``_target_`` function; nothing is
+    loaded, so a planner can drop (solver, instance) pairs of different problems first.
+
+    Returns
+    -------
+    str or None
+        None for an untagged function, or a target that cannot be resolved (never
+        raises: :func:`load` reports such a spec's error when it is run).
+    """
+    try:
+        fn = _resolve(_plain(spec).get("_target_"))
+    except Exception:  # any import error of any module: load() reports it
+        return None
+    problem = getattr(fn, "matchbench_problem", None)
+    return problem if isinstance(problem, str) else None
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,6 +397,152 @@ def _instantiate(spec: dict[str, Any], data_dir: str | os.PathLike | None) -> An
     return inst
 
 
+# ---------------------------------------------------------------------------------------
+# Generated instances on disk
+
+
+def _base_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec of the unpermuted instance (RCP is applied in-process, after the cache)."""
+    return {k: v for k, v in spec.items() if k not in ("rcp", "rcp_seed")}
+
+
+def disk_cache_path(
+    spec: Mapping[str, Any], data_dir: str | os.PathLike | None = None
+) -> Path | None:
+    """The file that keeps the (unpermuted) instance of a spec across runs.
+
+    Parameters
+    ----------
+    spec : mapping
+        An instance spec (``rcp``/``rcp_seed`` are ignored: the file holds the original).
+    data_dir : path, optional
+        Default :func:`default_data_dir`.
+
+    Returns
+    -------
+    Path or None
+        ``<data_dir>/generated/<instance_key>-v<CACHE_FORMAT>.npz``, whether or not it
+        exists yet; None when the spec's function is not tagged ``disk_cache`` (or cannot
+        be resolved, or the spec is not plain data). ``$MATCHBENCH_NO_DISK_CACHE`` does not
+        change the answer, only whether :func:`load` uses the file.
+    """
+    spec = _base_spec(_plain(spec))
+    try:
+        fn = _resolve(spec.get("_target_"))
+    except Exception:  # load() reports an unknown target
+        return None
+    if getattr(fn, "matchbench_disk_cache", False) is not True:
+        return None
+    try:
+        key = instance_key(spec)
+    except DatasetError:
+        return None
+    root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+    return root / "generated" / f"{key}-v{CACHE_FORMAT}.npz"
+
+
+def _disk_cache_enabled() -> bool:
+    flag = os.environ.get(NO_DISK_CACHE_ENV, "").strip().lower()
+    return flag in ("", "0", "false", "no", "off")
+
+
+def _npz_class(kind: str) -> type:
+    """The class a cache file's ``kind`` (``"module:Class"``) names."""
+    import importlib
+
+    module, sep, qualname = kind.partition(":")
+    if not sep or not module or not qualname:
+        raise ValueError(f"kind {kind!r} is not 'module:Class'")
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    if not isinstance(obj, type) or not callable(getattr(obj, "load_npz", None)):
+        raise ValueError(f"kind {kind!r} is not a class with a load_npz method")
+    return obj
+
+
+def _read_disk(path: Path, label: str) -> Any | None:
+    """The instance kept in ``path``, or None (no file, or a bad one, now deleted)."""
+    import numpy as np
+
+    try:
+        f = open(path, "rb")
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        warnings.warn(
+            f"{label}: cannot read the cached instance {path} ({exc}); generating it",
+            DatasetWarning,
+            stacklevel=2,
+        )
+        return None
+    try:
+        with f:
+            with np.load(f, allow_pickle=False) as z:
+                kind = str(z["kind"][()])
+            f.seek(0)
+            inst = _npz_class(kind).load_npz(f)
+        _check_nonempty(inst, label)
+        return inst
+    except Exception as exc:  # corrupt data fails in many ways (zip, numpy, json, import)
+        warnings.warn(
+            f"{label}: the cached instance {path} is unreadable "
+            f"({type(exc).__name__}: {exc}); deleting it and generating the instance again",
+            DatasetWarning,
+            stacklevel=2,
+        )
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:
+            pass  # a read-only cache: the write after generating will say so
+        return None
+
+
+def _write_disk(inst: Any, path: Path, label: str) -> None:
+    """Keep ``inst`` in ``path``; warns instead of failing (the instance is already made)."""
+    save = getattr(inst, "save_npz", None)
+    if not callable(save):
+        warnings.warn(
+            f"{label}: {type(inst).__name__} has no save_npz method; not cached on disk",
+            DatasetWarning,
+            stacklevel=2,
+        )
+        return
+    # A unique name in the same folder, renamed over the target when complete: readers
+    # in other workers see the old state or the whole file, never a part of it. (Not
+    # mkstemp: its 0600 mode would hide the file from others sharing a data_dir.)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "xb") as f:
+            save(f)
+        os.replace(tmp, path)
+    except Exception as exc:  # read-only or full disk, or params that are not JSON
+        warnings.warn(
+            f"{label}: cannot cache the generated instance in {path} "
+            f"({type(exc).__name__}: {exc}); going on without",
+            DatasetWarning,
+            stacklevel=2,
+        )
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+def _make(spec: dict[str, Any], data_dir: str | os.PathLike | None) -> Any:
+    """The unpermuted instance: read from the disk cache, or made (and then kept there)."""
+    path = disk_cache_path(spec, data_dir) if _disk_cache_enabled() else None
+    if path is None:
+        return _instantiate(spec, data_dir)
+    label = _label(spec)
+    inst = _read_disk(path, label)
+    if inst is None:
+        inst = _instantiate(spec, data_dir)
+        _write_disk(inst, path, label)
+    return inst
+
+
 def load(spec: Mapping[str, Any], *, data_dir: str | os.PathLike | None = None) -> Any:
     """The instance a spec names, from a per-process cache when it was loaded recently.
 
@@ -309,7 +552,8 @@ def load(spec: Mapping[str, Any], *, data_dir: str | os.PathLike | None = None) 
         One item of :func:`expand`: ``_target_``, its arguments, ``rcp`` (bool) and
         ``rcp_seed``.
     data_dir : path, optional
-        Passed to target functions that take a ``data_dir`` argument (downloaded data).
+        Passed to target functions that take a ``data_dir`` argument (downloaded data);
+        also where generated instances are kept (default :func:`default_data_dir`).
 
     Returns
     -------
@@ -324,6 +568,17 @@ def load(spec: Mapping[str, Any], *, data_dir: str | os.PathLike | None = None) 
         For an unknown target or bad parameters, an empty instance, or ``rcp`` on an
         instance type without a ``permuted`` method; errors of the target function
         (themselves ``DatasetError`` for bad data) pass through unchanged.
+
+    Notes
+    -----
+    When the instance is not in the per-process cache and its function is tagged
+    ``@dataset(..., disk_cache=True)``, the unpermuted instance is read from
+    :func:`disk_cache_path` if that file exists, else generated and written there (to a
+    temporary name first, then renamed, so that concurrent workers never read half a
+    file). A bad cache file is deleted and the instance generated again, and a cache
+    that cannot be written is skipped, each with a :class:`DatasetWarning`; neither fails
+    the load. ``$MATCHBENCH_NO_DISK_CACHE=1`` bypasses the disk. The RCP permutation is
+    always computed here, from the cached original.
     """
     spec = dict(_plain(spec))
     rcp = spec.pop("rcp", False)
@@ -334,7 +589,7 @@ def load(spec: Mapping[str, Any], *, data_dir: str | os.PathLike | None = None) 
     seed = _seed(seed, label)
     where = None if data_dir is None else str(Path(data_dir))
     key = (_canonical(spec), where)
-    base = _cached(key, lambda: _instantiate(spec, data_dir))
+    base = _cached(key, lambda: _make(spec, data_dir))
     if not rcp:
         return base
     permuted = getattr(base, "permuted", None)
@@ -352,6 +607,7 @@ def smoke_names() -> list[str]:
     return sorted(p.name[: -len(".mtx")] for p in SMOKE_DIR.glob("*.mtx"))
 
 
+@dataset("mcm")
 def smoke(name: str | None = None) -> BipartiteGraph:
     """One of the tiny instances shipped in the package (``smoke/README.md`` lists them).
 

@@ -15,6 +15,11 @@ strips (ordered by strip, then by x), so that the original numbering has the spa
 locality that the RCP variant (a random permutation, Deveci et al. 2013, Sec. 4) removes.
 The grid and road families are numbered row by row for the same reason; the Kronecker
 family is randomly permuted by construction (Graph500).
+
+Every generator is tagged ``@dataset("mcm", disk_cache=True)``, so that
+:func:`~matchbench.datasets.load` keeps the graphs it makes on disk across runs. A change
+that makes a generator return another graph for the same arguments must bump
+:data:`~matchbench.datasets.CACHE_FORMAT`, or runs go on reading the old graphs.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from matchbench.datasets import DatasetError
+from matchbench.datasets import DatasetError, dataset
 from matchbench.problems.bipartite import INT32_MAX, BipartiteGraph, index_dtype
 
 __all__ = ["delaunay", "erdos_renyi", "grid", "kronecker", "rgg", "road"]
@@ -109,6 +114,7 @@ def _strip_order(points: np.ndarray) -> np.ndarray:
     return np.argsort(strip + points[:, 0], kind="stable")
 
 
+@dataset("mcm", disk_cache=True)
 def kronecker(
     scale: int,
     edge_factor: int = 16,
@@ -196,6 +202,7 @@ def kronecker(
     return _symmetric_graph(u, v, n, name=name, family="kron", params=params)
 
 
+@dataset("mcm", disk_cache=True)
 def delaunay(scale: int, seed: int = 1) -> BipartiteGraph:
     """Delaunay triangulation of ``2**scale`` uniform random points in the unit square.
 
@@ -227,6 +234,7 @@ def delaunay(scale: int, seed: int = 1) -> BipartiteGraph:
     return _from_symmetric_csr(a, name=f"delaunay_n{scale}", family="delaunay", params=params)
 
 
+@dataset("mcm", disk_cache=True)
 def rgg(scale: int, seed: int = 1, radius_factor: float = 0.55) -> BipartiteGraph:
     """Random geometric graph of ``2**scale`` uniform random points in the unit square.
 
@@ -274,6 +282,7 @@ def _grid_shape(scale: int) -> tuple[int, int]:
     return 1 << (scale // 2), 1 << (scale - scale // 2)
 
 
+@dataset("mcm", disk_cache=True)
 def grid(scale: int, seed: int = 1) -> BipartiteGraph:
     """2-D 4-neighbour grid of ``2**(scale // 2)`` x ``2**(scale - scale // 2)`` vertices.
 
@@ -293,6 +302,7 @@ def grid(scale: int, seed: int = 1) -> BipartiteGraph:
     return _symmetric_graph(u, v, h * w, name=f"grid2d_{scale}", family="grid", params=params)
 
 
+@dataset("mcm", disk_cache=True)
 def road(
     scale: int,
     seed: int = 1,
@@ -367,6 +377,7 @@ def road(
     return _symmetric_graph(u, v, n, name=f"road_{scale}", family="road", params=params)
 
 
+@dataset("mcm", disk_cache=True)
 def erdos_renyi(
     scale: int, avg_degree: float = 8.0, seed: int = 1, aspect: float = 1.0
 ) -> BipartiteGraph:

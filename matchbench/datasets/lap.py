@@ -1,6 +1,6 @@
 """LAP instances: random generators (deterministic by seed) and file loaders.
 
-Every function returns a :class:`~matchbench.problems.assignment.CostMatrix`.
+Every function returns a :class:`~matchbench.problems.lap.CostMatrix`.
 
 - :func:`uniform`: integer costs uniform in ``[0, hi]``, ``hi`` one of the three ranges of
   Balas et al. 1991 that Date & Nagi 2016 use (Sec. 6.2): ``n/10``, ``n``, ``10n``.
@@ -8,6 +8,11 @@ Every function returns a :class:`~matchbench.problems.assignment.CostMatrix`.
 - :func:`geometric`: Euclidean distances between two random point sets in the unit cube.
 - :func:`from_file`: ``.npy`` arrays and Matrix Market files, dense (``array``) or sparse
   (``coordinate``, the absent entries set to ``missing_cost``).
+
+The three generators are tagged ``@dataset("lap", disk_cache=True)``, so that
+:func:`~matchbench.datasets.load` keeps the matrices they make on disk across runs. A
+change that makes a generator return another matrix for the same arguments must bump
+:data:`~matchbench.datasets.CACHE_FORMAT`, or runs go on reading the old matrices.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from matchbench.problems.assignment import CostMatrix, DatasetError
+from matchbench.datasets import dataset
+from matchbench.problems.lap import CostMatrix, DatasetError
 
 #: Named cost ranges of Date & Nagi 2016, Sec. 6.2 (after Balas et al. 1991).
 COST_RANGES = ("n/10", "n", "10n")
@@ -65,6 +71,7 @@ def _range_label(cost_range: str | int | float) -> str:
     return f"{cost_range}".replace("/", "_").replace(".", "p")
 
 
+@dataset("lap", disk_cache=True)
 def uniform(
     n: int, cost_range: str | int | float = "n", seed: int = 1, dtype: str = "int32"
 ) -> CostMatrix:
@@ -100,6 +107,7 @@ def uniform(
     return CostMatrix(costs, name=name, family="lap_uniform", params=params)
 
 
+@dataset("lap", disk_cache=True)
 def uniform_float(n: int, seed: int = 1, high: float = 1.0, dtype: str = "float64") -> CostMatrix:
     """Float costs drawn uniformly from ``[0, high)`` (``dtype`` float32 or float64)."""
     n = _check_n(n, "uniform_float")
@@ -115,6 +123,7 @@ def uniform_float(n: int, seed: int = 1, high: float = 1.0, dtype: str = "float6
     return CostMatrix(costs, name=name, family="lap_uniform_float", params=params)
 
 
+@dataset("lap", disk_cache=True)
 def geometric(n: int, seed: int = 1, dim: int = 2) -> CostMatrix:
     """Euclidean distances between ``n`` random points (rows) and ``n`` others (columns).
 
@@ -134,6 +143,7 @@ def geometric(n: int, seed: int = 1, dim: int = 2) -> CostMatrix:
     return CostMatrix(costs, name=name, family="lap_geometric", params=params)
 
 
+@dataset("lap")
 def from_file(
     path: str | Path, missing_cost: float | int | None = None, pad: bool = False
 ) -> CostMatrix:
@@ -149,14 +159,14 @@ def from_file(
         pairs in effect); required for coordinate files.
     pad : bool
         Pad a rectangular matrix to a square one with zero-cost dummies (see
-        :func:`~matchbench.problems.assignment.validate_costs`).
+        :func:`~matchbench.problems.lap.validate_costs`).
 
     Raises
     ------
     DatasetError
         For a missing file, an unknown suffix, a sparse file without ``missing_cost``,
         duplicate sparse entries, pattern-only files, and every bad matrix that
-        :class:`~matchbench.problems.assignment.CostMatrix` rejects.
+        :class:`~matchbench.problems.lap.CostMatrix` rejects.
     """
     p = Path(path)
     name = p.name

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from matchbench.datasets import DatasetError, DatasetWarning, default_data_dir
+from matchbench.datasets import DatasetError, DatasetWarning, dataset, default_data_dir
 from matchbench.problems.bipartite import INT32_MAX, BipartiteGraph
 
 __all__ = ["load", "read", "write"]
@@ -193,6 +193,7 @@ def _read_header(path: Path):
     return header
 
 
+@dataset("mcm")
 def read(
     path: str | os.PathLike,
     *,
@@ -281,6 +282,7 @@ def read(
     return BipartiteGraph.from_scipy(a, name=name or _stem(path), family=family, params=info)
 
 
+@dataset("mcm")
 def load(path: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> BipartiteGraph:
     """Dataset function of ``conf/dataset/mtx.yaml``: one Matrix Market file.
 

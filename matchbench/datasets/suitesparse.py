@@ -29,7 +29,7 @@ import urllib.request
 from pathlib import Path
 from typing import TextIO
 
-from matchbench.datasets import DatasetError, default_data_dir
+from matchbench.datasets import DatasetError, dataset, default_data_dir
 from matchbench.problems.bipartite import BipartiteGraph
 
 __all__ = ["DEFAULT_URL", "cache_path", "load", "resolve"]
@@ -246,6 +246,7 @@ def resolve(
     return target
 
 
+@dataset("mcm")
 def load(
     name: str,
     data_dir: str | os.PathLike | None = None,

@@ -1,8 +1,10 @@
 """What every problem family declares: its objective and how an answer is certified.
 
-A family is one :class:`Problem` subclass. The runner, the results and the report are
-written against this interface only; the report needs nothing more per family than
-``objective``, ``sense`` and ``exact``.
+A family named ``NAME`` is the module ``matchbench.problems.NAME`` with one
+:class:`Problem` subclass whose ``name`` is ``NAME``: adding a family is adding
+``matchbench/problems/<name>.py``, with no registry to update. The runner, the results
+and the report are written against this interface only; the report needs nothing more
+per family than ``objective``, ``sense`` and ``exact``.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ class Verification:
 class Problem:
     """A problem family.
 
-    Subclasses set ``name`` (the ``problem`` column), ``objective`` (what the objective
+    Subclasses set ``name`` (the ``problem`` column, and the name of the module
+    ``matchbench.problems.<name>`` that holds the subclass), ``objective`` (what the objective
     column measures), ``sense`` ("max" or "min") and ``exact`` (whether solvers must reach
     the optimum or are approximations judged by a quality ratio), and implement
     :meth:`verify`. :meth:`initialize` is the shared initializer every solver of the family
@@ -63,38 +66,75 @@ class Problem:
         raise NotImplementedError
 
 
-_PROBLEMS: dict[str, str] = {
-    # name -> "module:Class"; imported on first use so families stay independent.
-    "mcm": "matchbench.problems.mcm:MCM",
-    "lap": "matchbench.problems.assignment:LAP",
-}
+#: Modules of this package that hold shared data models, not families.
+_NOT_FAMILIES = frozenset({"base", "bipartite"})
+
+
+def _family_class(module: Any, name: str) -> type[Problem] | None:
+    """The :class:`Problem` subclass of ``module`` whose ``name`` is ``name``, if any."""
+    for obj in vars(module).values():
+        if (
+            isinstance(obj, type)
+            and issubclass(obj, Problem)
+            and obj is not Problem
+            and getattr(obj, "name", None) == name
+        ):
+            return obj
+    return None
+
+
+def problem_table() -> dict[str, dict[str, Any]]:
+    """``{name: {objective, sense, exact}}`` for every family, for reports and comparisons.
+
+    A family is a module ``matchbench.problems.<name>`` that defines a :class:`Problem`
+    subclass whose ``name`` is ``<name>``. Modules that fail to import (an optional
+    dependency missing) or define no such class are left out.
+    """
+    import importlib
+    import pkgutil
+
+    import matchbench.problems as package
+
+    out: dict[str, dict[str, Any]] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name in _NOT_FAMILIES or info.name.startswith("_"):
+            continue
+        try:
+            module = importlib.import_module(f"{package.__name__}.{info.name}")
+        except Exception:  # a broken family must not hide the others
+            continue
+        cls = _family_class(module, info.name)
+        if cls is not None:
+            out[info.name] = {"objective": cls.objective, "sense": cls.sense, "exact": cls.exact}
+    return out
 
 
 def get_problem(name: str) -> Problem:
-    """The :class:`Problem` named ``name``.
+    """The :class:`Problem` named ``name``, from the module ``matchbench.problems.<name>``.
+
+    Adding a family is adding the module ``matchbench/problems/<name>.py``; there is no
+    registry to update.
 
     Raises
     ------
     KeyError
-        Naming the known problems, for an unknown name.
+        Naming the known problems, for an unknown or malformed name.
     """
-    try:
-        target = _PROBLEMS[name]
-    except KeyError:
-        raise KeyError(f"unknown problem {name!r}; known: {', '.join(sorted(_PROBLEMS))}") from None
     import importlib
 
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)()
-
-
-def problem_table() -> dict[str, dict[str, Any]]:
-    """``{name: {objective, sense, exact}}`` for every family, for reports and comparisons."""
-    out = {}
-    for name in _PROBLEMS:
+    cls = None
+    if isinstance(name, str) and name.isidentifier() and name not in _NOT_FAMILIES:
+        module_name = f"matchbench.problems.{name}"
         try:
-            p = get_problem(name)
-        except ImportError:
-            continue
-        out[name] = {"objective": p.objective, "sense": p.sense, "exact": p.exact}
-    return out
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            # Only the family module itself being absent means "unknown"; a missing
+            # dependency inside an existing family is a real error and propagates.
+            if exc.name != module_name:
+                raise
+        else:
+            cls = _family_class(module, name)
+    if cls is None:
+        known = ", ".join(sorted(problem_table()))
+        raise KeyError(f"unknown problem {name!r}; known: {known}")
+    return cls()

@@ -8,18 +8,30 @@ GPU algorithms traverse from columns (BFS) and the references from rows.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import scipy.sparse as sp
 
 INT32_MAX = np.iinfo(np.int32).max
 
+#: Layout version of :meth:`BipartiteGraph.save_npz` files.
+NPZ_VERSION = 1
+
 
 def index_dtype(*sizes: int) -> np.dtype:
     """int32 when every size fits, else int64."""
     return np.dtype(np.int32) if max(sizes, default=0) <= INT32_MAX else np.dtype(np.int64)
+
+
+def _json_scalar(obj: Any) -> Any:
+    """numpy scalars in ``params`` as the Python numbers JSON knows."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} in params is not JSON data")
 
 
 @dataclass(eq=False)
@@ -133,6 +145,74 @@ class BipartiteGraph:
         """The rows x columns pattern as a scipy CSR matrix of ones."""
         data = np.ones(self.n_edges, dtype=np.int8)
         return sp.csr_matrix((data, self.row_ind, self.row_ptr), shape=(self.n_rows, self.n_cols))
+
+    def save_npz(self, file: str | os.PathLike | IO[bytes]) -> None:
+        """Write the graph to an uncompressed ``.npz`` file (see :meth:`load_npz`).
+
+        Parameters
+        ----------
+        file : path or binary file
+            Written exactly there (numpy's habit of appending ``.npz`` is avoided).
+
+        Notes
+        -----
+        Holds both CSR directions (recomputing the transpose costs more than reading it),
+        ``n_rows``, ``n_cols``, ``name``, ``family``, ``params`` as JSON, and ``kind``
+        (``"module:Class"``), which tells a reader that does not know the family which
+        class's ``load_npz`` to call. Uncompressed: zlib would take longer than the
+        generators it saves re-running.
+        """
+        cls = type(self)
+        arrays = {
+            "kind": np.asarray(f"{cls.__module__}:{cls.__qualname__}"),
+            "version": np.asarray(NPZ_VERSION),
+            "n_rows": np.asarray(self.n_rows, dtype=np.int64),
+            "n_cols": np.asarray(self.n_cols, dtype=np.int64),
+            "row_ptr": self.row_ptr,
+            "row_ind": self.row_ind,
+            "col_ptr": self.col_ptr,
+            "col_ind": self.col_ind,
+            "name": np.asarray(self.name),
+            "family": np.asarray(self.family),
+            "params": np.asarray(json.dumps(self.params, default=_json_scalar)),
+        }
+        if isinstance(file, str | os.PathLike):
+            with open(file, "wb") as f:
+                np.savez(f, **arrays)
+        else:
+            np.savez(file, **arrays)
+
+    @classmethod
+    def load_npz(cls, file: str | os.PathLike | IO[bytes]) -> BipartiteGraph:
+        """Read a graph written by :meth:`save_npz`.
+
+        Raises
+        ------
+        ValueError
+            For another layout version or inconsistent arrays (a damaged file); reading
+            errors of numpy and zipfile pass through.
+        """
+        with np.load(file, allow_pickle=False) as z:
+            version = int(z["version"])
+            if version != NPZ_VERSION:
+                raise ValueError(f"BipartiteGraph npz layout {version}, expected {NPZ_VERSION}")
+            n_rows, n_cols = int(z["n_rows"]), int(z["n_cols"])
+            arrays = {k: z[k] for k in ("row_ptr", "row_ind", "col_ptr", "col_ind")}
+            name, family = str(z["name"][()]), str(z["family"][()])
+            params = json.loads(str(z["params"][()]))
+        for side, n, other in (("row", n_rows, n_cols), ("col", n_cols, n_rows)):
+            ptr, ind = arrays[f"{side}_ptr"], arrays[f"{side}_ind"]
+            if ptr.ndim != 1 or ind.ndim != 1 or ptr.shape[0] != n + 1:
+                raise ValueError(f"{name}: {side}_ptr does not have {n} + 1 entries")
+            if int(ptr[0]) != 0 or int(ptr[-1]) != ind.shape[0]:
+                raise ValueError(f"{name}: {side}_ptr does not span {side}_ind")
+            if ind.size and (int(ind.min()) < 0 or int(ind.max()) >= other):
+                raise ValueError(f"{name}: {side}_ind out of range [0, {other})")
+        if arrays["row_ind"].shape != arrays["col_ind"].shape:
+            raise ValueError(f"{name}: the two CSR directions differ in edge count")
+        if not isinstance(params, dict):
+            raise ValueError(f"{name}: params is not a JSON object")
+        return cls(n_rows=n_rows, n_cols=n_cols, name=name, family=family, params=params, **arrays)
 
     def permuted(self, seed: int) -> BipartiteGraph:
         """The RCP transform: a random row and a random column permutation.

@@ -39,6 +39,12 @@ def _epoch_ms(ts: pd.Series) -> pd.Series:
     return (pd.to_datetime(ts, utc=True) - pd.Timestamp(0, tz="UTC")) / pd.Timedelta(milliseconds=1)
 
 
+def _failure_text(fail: pd.DataFrame, label: str, instance: str) -> str:
+    """A failed pair's status text; "not run" where the pivot has none (NaN, or no column)."""
+    text = fail[label].get(instance) if label in fail else None
+    return text if isinstance(text, str) and text else "not run"
+
+
 def _problem_sections(
     problem: str,
     view: pd.DataFrame,
@@ -154,7 +160,7 @@ def _problem_sections(
     for i, lab in enumerate(labels):
         vals = inst["instance"].map(tm[lab]).astype(float).fillna(np.inf)
         texts = [
-            fg.fmt_seconds(v) if np.isfinite(v) else (fail[lab].get(ins) or "not run")
+            fg.fmt_seconds(v) if np.isfinite(v) else _failure_text(fail, lab, ins)
             for v, ins in zip(vals, inst["instance"], strict=True)
         ]
         inst[f"t_{i}"] = vals.replace(np.inf, np.nan)

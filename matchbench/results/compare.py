@@ -101,7 +101,13 @@ class Selection:
 
 
 def normalize(frame: pd.DataFrame) -> pd.DataFrame:
-    """Result rows with key columns filled: null ``gpu_model`` -> "cpu", null ``variant`` -> ""."""
+    """Result rows with key columns filled: null ``gpu_model`` -> "cpu", null ``variant`` -> "".
+
+    Instrumented repetitions (``instrumented`` true) are left out: their times include
+    the instrumentation, so neither the gate nor the report may compare them.
+    """
+    if "instrumented" in frame:
+        frame = frame[frame["instrumented"].fillna(False) != True]  # noqa: E712
     df = frame.copy()
     df["gpu_model"] = df["gpu_model"].fillna(CPU_LABEL).astype(str)
     df["variant"] = df["variant"].fillna("").astype(str)

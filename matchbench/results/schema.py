@@ -9,14 +9,19 @@ Column groups
 provenance
     run_id, task_id, job_index, git_commit, git_dirty, matchbench_version,
     package_versions (JSON), host, gpu_model, gpu_count, cuda_driver_version,
-    cuda_runtime_version, hydra_overrides, config_json (the job's resolved config), timestamp
+    cuda_runtime_version, hydra_overrides, config_json (the job's resolved config),
+    experiment (the ``+experiment=`` preset the job ran, if any), timestamp
 instance
     problem, instance, family, n_rows, n_cols, n_edges, dataset_seed, rcp,
     instance_params (JSON), instance_key
 algorithm
     algorithm, variant (canonical ``k=v,...``), params_json, device
 repetition and status
-    repetition, n_repetitions, status (see :data:`STATUSES`), error_type, error
+    repetition, n_repetitions, instrumented (an extra repetition with the solver's
+    counters switched on: its times are not comparable and timing views skip it),
+    status (see :data:`STATUSES`), error_type, error, time_limit_s (the limit a
+    ``timeout`` row was killed at: ``algorithm.time_limit_s`` per repetition, else the
+    task's ``run.task_timeout_s``)
 times (seconds)
     t_total_s (the task's wall clock, per row the same), t_load_s, t_init_s, t_compile_s,
     t_prepare_s, t_solve_s, t_transfer_s, t_verify_s, phases_json (solver phase seconds)
@@ -37,7 +42,7 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: ``status`` values: ok, error (an exception, bad input), timeout, oom (device or host
 #: memory), skipped (the solver declined the instance), crashed (the task's process died).
@@ -60,6 +65,7 @@ SCHEMA = pa.schema(
         ("cuda_runtime_version", pa.int32()),
         ("hydra_overrides", pa.string()),
         ("config_json", pa.string()),
+        ("experiment", pa.string()),
         ("timestamp", pa.timestamp("us", tz="UTC")),
         # instance
         ("problem", pa.string()),
@@ -80,9 +86,11 @@ SCHEMA = pa.schema(
         # repetition and status
         ("repetition", pa.int32()),
         ("n_repetitions", pa.int32()),
+        ("instrumented", pa.bool_()),
         ("status", pa.string()),
         ("error_type", pa.string()),
         ("error", pa.string()),
+        ("time_limit_s", pa.float64()),
         # times
         ("t_total_s", pa.float64()),
         ("t_load_s", pa.float64()),
@@ -144,7 +152,9 @@ def file_schema_version(metadata: dict[bytes, bytes] | None) -> int:
     return int(metadata[b"schema_version"])
 
 
-# Upgrades from version v to v + 1; each takes and returns a pyarrow Table.
+# Upgrades from version v to v + 1; each takes and returns a pyarrow Table. Columns that
+# a version only adds (1 -> 2: experiment, instrumented, time_limit_s) need no step:
+# :func:`upgrade` fills them with nulls.
 _UPGRADES: dict[int, Any] = {}
 
 

@@ -8,8 +8,15 @@ inside daemonic Dask worker processes; it inherits ``CUDA_VISIBLE_DEVICES`` from
 worker, hence the worker's GPU.
 
 Protocol over a socket pair (pickled messages): the parent sends ``("task", task)`` or
-``("precompile", families)``; the child answers with any number of ``("row", row)``
-then ``("done", None)``, or ``("fail", message)``.
+``("precompile", families)``; the child answers with ``("loaded", base)`` once the
+instance is in memory, ``("start", repetition)`` as each repetition starts and
+``("row", row)`` as it ends, then ``("done", None)``, or ``("fail", message)``.
+
+Two limits, both enforced here by killing the child: ``timeout_s`` (``run.task_timeout_s``)
+bounds the whole task, and ``time_limit_s`` (``algorithm.time_limit_s``, optional) each
+repetition, from its ``start``. A killed task's row says which limit it hit and carries
+it in ``time_limit_s`` (a report prints such a cell as "> T s"). Without isolation
+(``run.isolate=false``) neither limit can be enforced.
 """
 
 from __future__ import annotations
@@ -92,21 +99,30 @@ class TaskProcess:
 
     def _run(self, task: dict[str, Any]) -> list[Row]:
         timeout = float(task.get("timeout_s", 600))
+        limit = task.get("time_limit_s")
         rows: list[Row] = []
         self._base = None
         start = time.perf_counter()
+        task_deadline = start + timeout
+        rep_deadline = float("inf")  # set while a repetition runs under time_limit_s
+        rep: int | None = None
         if self._proc is None or self._proc.poll() is not None:
             self._kill()
             self._start()
         try:
             self._conn.send(("task", task))
             while True:
-                left = timeout - (time.perf_counter() - start)
+                left = min(task_deadline, rep_deadline) - time.perf_counter()
                 if left <= 0 or not self._conn.poll(left):
                     raise TaskTimeout
                 kind, payload = self._conn.recv()
                 if kind == "row":
                     rows.append(payload)
+                    rep_deadline = float("inf")
+                elif kind == "start":
+                    rep = int(payload)
+                    if limit is not None:
+                        rep_deadline = time.perf_counter() + float(limit)
                 elif kind == "loaded":
                     self._base = payload
                 elif kind == "done":
@@ -116,9 +132,16 @@ class TaskProcess:
                     break
         except TaskTimeout:
             self._kill()
-            rows.append(
-                _after(rows, task, f"task exceeded timeout_s={timeout:g} s and was killed", "timeout", self._base)
-            )
+            if rep_deadline <= task_deadline:
+                what = "warm-up" if rep is not None and rep < 0 else f"repetition {rep}"
+                msg, hit = f"{what} exceeded time_limit_s={float(limit):g} s and was killed", float(limit)
+            else:
+                msg, hit = f"task exceeded timeout_s={timeout:g} s and was killed", timeout
+            row = _after(rows, task, msg, "timeout", self._base)
+            row["time_limit_s"] = hit
+            if rep is not None:
+                row["repetition"] = rep
+            rows.append(row)
         except (EOFError, OSError, ConnectionError):
             code = self._proc.wait(timeout=30) if self._proc is not None else None
             self._kill()
@@ -180,6 +203,7 @@ def _serve(fd: int) -> None:
                     payload,
                     emit=lambda row: conn.send(("row", row)),
                     loaded=lambda base: conn.send(("loaded", base)),
+                    started=lambda rep: conn.send(("start", rep)),
                 )
                 conn.send(("done", None))
         except Exception as exc:

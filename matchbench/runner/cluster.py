@@ -4,6 +4,13 @@
 ``GPU=1``) when dask-cuda and a GPU are present, else a LocalCluster of processes with
 one thread each. ``local_cpu`` and ``local_cuda`` force one or the other; ``external``
 connects to a running scheduler by address or scheduler file.
+
+CPU references run on CPU workers, which offer the resource ``CPU=1`` (one thread each):
+every worker of ``local_cpu``, and ``cluster.cpu_workers`` extra workers beside the GPU
+workers of ``local_cuda`` (default 1: one reference at a time, so references neither
+share a GPU worker's cores nor disturb its timings nor each other's). CPU tasks ask for
+``CPU=1`` whenever some worker offers it (see :func:`task_resources`); on an external
+cluster start CPU-only workers with ``--resources CPU=1``.
 """
 
 from __future__ import annotations
@@ -49,7 +56,34 @@ def _local_cpu(cfg: dict[str, Any]):
         processes=True,
         dashboard_address=cfg.get("dashboard_address", ":8787"),
         memory_limit=cfg.get("memory_limit", "auto"),
+        resources={"CPU": 1},
     )
+
+
+def add_cpu_workers(cluster, n: int, memory_limit: Any = "auto") -> None:
+    """Start ``n`` CPU workers (one thread, ``CPU=1``, no GPU visible) in ``cluster``.
+
+    A LocalCUDACluster's own specification makes GPU workers only; these go beside them
+    as extra entries of its ``worker_spec`` (a SpecCluster starts what its specification
+    lists), named ``cpu-<i>``.
+    """
+    from distributed import Nanny
+
+    if n <= 0:
+        return
+    for i in range(int(n)):
+        cluster.worker_spec[f"cpu-{i}"] = {
+            "cls": Nanny,
+            "options": {
+                "nthreads": 1,
+                "resources": {"CPU": 1},
+                "memory_limit": memory_limit,
+                # No CUDA context for CPU references.
+                "env": {"CUDA_VISIBLE_DEVICES": ""},
+            },
+        }
+    cluster.sync(cluster._correct_state)
+    cluster.wait_for_workers(len(cluster.worker_spec))
 
 
 def _local_cuda(cfg: dict[str, Any]):
@@ -99,6 +133,11 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
             if not ok:
                 raise ClusterError(f"cluster=local_cuda: {why}; install matchbench[cuda12] or [cuda13]")
             cluster = _local_cuda(cfg)
+            try:
+                add_cpu_workers(cluster, int(cfg.get("cpu_workers", 1) or 0), cfg.get("memory_limit", "auto"))
+            except BaseException:
+                cluster.close()
+                raise
         elif kind == "local_cpu":
             cluster = _local_cpu(cfg)
         else:
@@ -123,6 +162,22 @@ def worker_count(client) -> int:
 def gpu_workers(client) -> int:
     """Workers offering the ``GPU`` resource (GPU tasks ask for ``{"GPU": 1}``)."""
     return sum(1 for w in _workers(client).values() if w.get("resources", {}).get("GPU", 0) >= 1)
+
+
+def cpu_workers(client) -> int:
+    """Workers offering the ``CPU`` resource (where CPU tasks go when there are any)."""
+    return sum(1 for w in _workers(client).values() if w.get("resources", {}).get("CPU", 0) >= 1)
+
+
+def task_resources(device: str, n_cpu_workers: int) -> dict[str, int] | None:
+    """What a task asks Dask for: ``GPU=1``, ``CPU=1``, or nothing.
+
+    CPU tasks ask for ``CPU=1`` only where some worker offers it: a task asking for a
+    resource no worker has would wait forever.
+    """
+    if device == "gpu":
+        return {"GPU": 1}
+    return {"CPU": 1} if n_cpu_workers else None
 
 
 def _takes_n_workers(client) -> bool:

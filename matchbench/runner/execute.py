@@ -100,7 +100,13 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     """
     from distributed import as_completed
 
-    from matchbench.runner.cluster import gpu_workers, make_client, worker_count
+    from matchbench.runner.cluster import (
+        cpu_workers,
+        gpu_workers,
+        make_client,
+        task_resources,
+        worker_count,
+    )
     from matchbench.runner.provenance import client_provenance
 
     stream = stream or sys.stderr
@@ -136,6 +142,14 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     for p in plans:
         for i, row in enumerate(p.error_rows):
             write(f"job{p.job_index}-error{i}", [row])
+    pairs = [pair for p in plans for pair in p.skipped_pairs]
+    if pairs:
+        kinds = sorted({(a, ap, ip) for a, ap, _, ip in pairs})
+        shown = ", ".join(f"{a} ({ap}) x {ip} instances" for a, ap, ip in kinds[:4])
+        more = f", and {len(kinds) - 4} more" if len(kinds) > 4 else ""
+        stream.write(
+            f"plan: left out {len(pairs)} solver x instance pair(s) of different problems: {shown}{more}\n"
+        )
 
     tasks: dict[str, dict[str, Any]] = {}
     for p in plans:
@@ -152,31 +166,33 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
             stream.write(f"Dask dashboard: {client.dashboard_link}\n")
             stream.flush()
             n_gpu = gpu_workers(client)
+            n_cpu = cpu_workers(client)
             n_workers = worker_count(client)
-            stream.write(f"cluster: {n_workers} worker(s), {n_gpu} offering GPU=1\n")
+            stream.write(f"cluster: {n_workers} worker(s), {n_gpu} offering GPU=1, {n_cpu} offering CPU=1\n")
             families = sorted({f for t in tasks.values() for f in t.get("kernel_families", [])})
             if families and n_gpu:
                 client.register_plugin(PrecompileKernels(families))
+            if not n_gpu:
+                no_gpu = [tid for tid, t in tasks.items() if t["device"] == "gpu"]
+                if no_gpu:
+                    names = sorted({tasks[tid]["algorithm"] for tid in no_gpu})
+                    why = ("no worker of this cluster offers the resource GPU=1 (no GPU visible, "
+                           "or use cluster=local_cuda, or start workers with --resources GPU=1)")
+                    stream.write(f"skipped {len(no_gpu)} GPU task(s) ({', '.join(names)}): {why}\n")
+                    for tid in no_gpu:
+                        write(tid, [error_row(task_base(tasks.pop(tid)), f"GPU task but {why}", status="skipped")])
             progress = Progress(len(tasks), stream)
             futures = {}
             # Tasks of one instance back to back: each worker's instance cache then hits
             # instead of regenerating or re-reading a large graph per algorithm.
             from matchbench.datasets import instance_key
+            from matchbench.runner.child import run_task
 
             order = sorted(tasks.items(), key=lambda kv: instance_key(kv[1]["instance_spec"]))
             for tid, t in order:
-                if t["device"] == "gpu" and not n_gpu:
-                    rows = [error_row(task_base(t), "GPU task but no worker of this cluster offers the "
-                                      "resource GPU=1 (use cluster=local_cuda, or start workers with "
-                                      "--resources GPU=1)", status="skipped")]
-                    write(tid, rows)
-                    progress.update(t, rows)
-                    continue
-                from matchbench.runner.child import run_task
-
                 fut = client.submit(
                     run_task, t, pure=False, key=f"{t['algorithm']}-{tid}",
-                    resources={"GPU": 1} if t["device"] == "gpu" else None,
+                    resources=task_resources(t["device"], n_cpu),
                 )
                 futures[fut] = tid
             for fut in as_completed(list(futures)):
@@ -192,4 +208,27 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
                 progress.update(t, rows)
 
     writer.write_manifest({"finished": datetime.now(UTC).isoformat()})
-    return {"run_id": run_id, "dir": str(writer.dir), "rows": dict(summary), "tasks": len(tasks)}
+    out = {"run_id": run_id, "dir": str(writer.dir), "rows": dict(summary), "tasks": len(tasks)}
+    out["experiments"] = sorted({p.config_experiment for p in plans if p.config_experiment})
+    if run.get("report"):
+        out["report"] = write_run_report(writer.dir, run_id, stream)
+    return out
+
+
+def write_run_report(run_dir: Path, run_id: str, stream) -> str | None:
+    """The comparison report of one run, as ``<run dir>/report.html`` (``run.report=true``).
+
+    A failure to draw it is a message, not a lost run: the rows are already written.
+    """
+    from matchbench.report.build import build_report
+    from matchbench.results.compare import normalize
+    from matchbench.results.store import read_results
+
+    path = Path(run_dir) / "report.html"
+    try:
+        frame = normalize(read_results(run_dir))
+        path.write_text(build_report(frame, title=f"matchbench run {run_id}", source=str(run_dir)), encoding="utf-8")
+    except Exception as exc:  # noqa: BLE001 - reported, the run's rows stand
+        stream.write(f"report: could not be written ({type(exc).__name__}: {exc})\n")
+        return None
+    return str(path)

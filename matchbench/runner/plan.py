@@ -3,6 +3,16 @@
 A task is one (instance x algorithm x variant) with its repetitions. Everything a worker
 needs is in the dict (resolved config sections, never OmegaConf objects: Hydra's
 ``${now:}`` and ``${hydra:}`` resolvers do not work in a worker process).
+
+Pairs that cannot mean anything are left out here, before anything is loaded: a solver of
+one problem family on a dataset whose function declares another family
+(:func:`matchbench.datasets.spec_problem`). The plan keeps them in ``skipped_pairs`` and
+the sweep reports them in one line, not as one error row per pair.
+
+Run options that belong to the algorithm rather than to the solver are taken out of the
+algorithm config before the solver is built: ``algorithm.time_limit_s`` (seconds one
+repetition may take, warm-up included; over it the task is killed and recorded as a
+``timeout`` row carrying the limit; default: only ``run.task_timeout_s`` bounds the task).
 """
 
 from __future__ import annotations
@@ -27,6 +37,31 @@ class Plan:
     config: dict[str, Any] = field(default_factory=dict)
     #: rows for tasks that failed before they could be shipped (bad names, bad configs)
     error_rows: list[dict[str, Any]] = field(default_factory=list)
+    #: (algorithm, its problem, instance label, the instance's problem) left out at plan time
+    skipped_pairs: list[tuple[str, str, str, str]] = field(default_factory=list)
+    #: the ``+experiment=`` preset the job was composed from
+    config_experiment: str | None = None
+
+#: Keys of the algorithm config that are run options, not solver parameters.
+RUN_KEYS = ("time_limit_s",)
+
+
+def split_algorithm(algorithm: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(solver config, run options) of an algorithm config section.
+
+    Raises
+    ------
+    ValueError
+        For a ``time_limit_s`` that is not a positive number (or null).
+    """
+    solver = {k: v for k, v in algorithm.items() if k not in RUN_KEYS}
+    opts = {k: algorithm[k] for k in RUN_KEYS if k in algorithm}
+    limit = opts.get("time_limit_s")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, int | float) or not limit > 0:
+            raise ValueError(f"algorithm.time_limit_s must be a positive number of seconds, not {limit!r}")
+        opts["time_limit_s"] = float(limit)
+    return solver, opts
 
 
 def task_id(algorithm: dict[str, Any], spec: dict[str, Any], timing: dict[str, Any]) -> str:
@@ -54,31 +89,45 @@ def describe_solver(algorithm: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def build_plan(cfg: dict[str, Any], *, job_index: int = 0, overrides: list[str] | None = None) -> Plan:
+def build_plan(
+    cfg: dict[str, Any],
+    *,
+    job_index: int = 0,
+    overrides: list[str] | None = None,
+    experiment: str | None = None,
+) -> Plan:
     """Tasks of one job from its resolved config (a plain dict).
 
     Errors in the algorithm or dataset sections do not raise: they become error rows of
-    the plan, so a sweep records them and carries on.
+    the plan, so a sweep records them and carries on. ``experiment`` is the preset the
+    job was composed from (``+experiment=NAME``), recorded in every row.
     """
-    from matchbench.datasets import expand
+    from matchbench.datasets import _label, expand, spec_problem
     from matchbench.runner.task import error_row
 
     overrides = list(overrides or [])
     run = dict(cfg.get("run", {}))
     gpu = dict(cfg.get("gpu", {}))
-    timing = {"repetitions": int(gpu.get("repetitions", 3)), "warmup": int(gpu.get("warmup", 1))}
+    timing = {
+        "repetitions": int(gpu.get("repetitions", 3)),
+        "warmup": int(gpu.get("warmup", 1)),
+        "instrumented": int(gpu.get("instrumented", 0) or 0),
+    }
     algorithm = dict(cfg["algorithm"])
     dataset = dict(cfg["dataset"])
     provenance = {
         "job_index": job_index,
         "hydra_overrides": " ".join(overrides),
         "config_json": to_json(cfg),
+        "experiment": experiment,
     }
     plan = Plan(job_index, [], run, dict(cfg.get("cluster", {})), overrides, cfg)
+    plan.config_experiment = experiment
     base = {"algorithm": str(algorithm.get("_target_", "?")).rsplit(".", 1)[-1]}
 
     try:
-        solver = describe_solver(algorithm)
+        solver_cfg, run_opts = split_algorithm(algorithm)
+        solver = describe_solver(solver_cfg)
     except Exception as exc:
         plan.error_rows.append(error_row({**provenance, **base}, exc, stage="algorithm config"))
         return plan
@@ -89,11 +138,16 @@ def build_plan(cfg: dict[str, Any], *, job_index: int = 0, overrides: list[str] 
         return plan
 
     for spec in specs:
-        tid = task_id(algorithm, spec, timing)
+        family = spec_problem(spec)
+        if family is not None and family != solver["problem"]:
+            plan.skipped_pairs.append((solver["algorithm"], solver["problem"], _label(spec), family))
+            continue
+        # Ids stay those of earlier versions unless instrumented runs are asked for.
+        tid = task_id(algorithm, spec, {k: v for k, v in timing.items() if v or k != "instrumented"})
         plan.tasks.append(
             {
                 "task_id": tid,
-                "algorithm_cfg": algorithm,
+                "algorithm_cfg": solver_cfg,
                 "instance_spec": spec,
                 "gpu": gpu,
                 **timing,
@@ -102,6 +156,7 @@ def build_plan(cfg: dict[str, Any], *, job_index: int = 0, overrides: list[str] 
                 "data_dir": cfg.get("data_dir"),
                 "verify": bool(run.get("verify", True)),
                 "timeout_s": float(run.get("task_timeout_s", 600)),
+                "time_limit_s": run_opts.get("time_limit_s"),
                 "isolate": bool(run.get("isolate", True)),
             }
         )

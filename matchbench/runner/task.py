@@ -56,7 +56,7 @@ def error_row(base: Row, exc: BaseException | str, *, status: str | None = None,
 
 
 _ROW_KEYS = {
-    "job_index", "hydra_overrides", "config_json", "task_id", "algorithm", "problem", "device",
+    "job_index", "hydra_overrides", "config_json", "experiment", "task_id", "algorithm", "problem", "device",
     "variant", "params_json", "instance", "family", "n_rows", "n_cols", "n_edges", "dataset_seed",
     "rcp", "instance_params", "instance_key", "n_repetitions", "host", "gpu_model", "gpu_count",
     "cuda_driver_version", "cuda_runtime_version", "instance_bytes", "t_load_s", "t_init_s",
@@ -105,11 +105,19 @@ def execute_task(
     task: dict[str, Any],
     emit: Callable[[Row], None] | None = None,
     loaded: Callable[[Row], None] | None = None,
+    started: Callable[[int], None] | None = None,
 ) -> list[Row]:
     """Run one task; return (and ``emit`` as they finish) its rows.
 
     ``loaded`` receives the identity columns once the instance is loaded, so that a
-    task killed later (timeout, crash) is still recorded under its instance's name.
+    task killed later (timeout, crash) is still recorded under its instance's name;
+    ``started`` receives each repetition's number as it starts (the task process's parent
+    times ``algorithm.time_limit_s`` from there).
+
+    After the warm-up and the timed repetitions, ``task["instrumented"]`` more
+    repetitions run with the solver's instrumentation on (:meth:`BaseSolver.instrument`,
+    for solvers that have one): their rows carry ``instrumented=True`` and the counters
+    that only instrumented runs collect (e.g. adjacency entries scanned).
     Never raises for a failure of the task itself: loading, initialization, solving or
     verification errors become rows with a status and a message.
     """
@@ -193,11 +201,20 @@ def execute_task(
         base["t_compile_s"] = sum(kernels.compile_seconds.get(f, 0.0) for f in families)
 
     reps, warmup = int(task["repetitions"]), int(task["warmup"])
-    for rep in range(-warmup, reps):
-        row = dict(base, repetition=rep)
+    schedule = [(rep, False) for rep in range(-warmup, reps)]
+    if getattr(solver, "instrumentable", False):
+        schedule += [(reps + i, True) for i in range(int(task.get("instrumented", 0) or 0))]
+    instrumented = False
+    for rep, instr in schedule:
+        row = dict(base, repetition=rep, instrumented=instr)
         try:
+            if instr != instrumented:
+                solver.instrument(instr)
+                instrumented = instr
             if gpu:
                 pool.free_all_blocks()
+            if started is not None:
+                started(rep)
             t0 = time.perf_counter()
             solver.prepare(instance, init)
             if gpu:

@@ -19,6 +19,10 @@ upload of the graph) belongs in ``prepare`` guarded by a cache on ``self``.
 GPU solvers time ``run`` with CUDA events and report it through :meth:`timings`; CPU
 solvers are timed by the runner with a wall clock. :meth:`counters` returns counts such
 as kernel launches, host syncs, BFS levels or phases; :meth:`timings` per-phase seconds.
+Counters that cost time to collect (an atomic per adjacency entry) belong to
+instrumented repetitions: a solver with ``instrumentable = True`` switches them on in
+:meth:`instrument`, and the runner runs ``gpu.instrumented`` such repetitions after the
+timed ones, in rows marked ``instrumented``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ class BaseSolver:
     device: ClassVar[str] = "cpu"
     #: kernel families (``kernels/<family>.cu``) this solver needs; precompiled by workers.
     kernel_families: ClassVar[tuple[str, ...]] = ()
+    #: whether :meth:`instrument` collects extra counters
+    instrumentable: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         self.params = params
@@ -59,6 +65,10 @@ class BaseSolver:
     def counters(self) -> dict[str, int | float]:
         """Counts of the last run: ``kernel_launches``, ``host_syncs``, ``iterations``..."""
         return {}
+
+    def instrument(self, on: bool) -> None:
+        """Switch the costly counters on or off for the following runs (not a variant)."""
+        raise NotImplementedError(f"{type(self).__name__} has no instrumented mode")
 
     def memory_peak_bytes(self) -> int | None:
         """Peak device memory of the last repetition (GPU solvers)."""

@@ -21,7 +21,7 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from matchbench.datasets import lap as L
-from matchbench.problems.assignment import LAP, CostMatrix, certificate_atol
+from matchbench.problems.lap import LAP, CostMatrix, certificate_atol
 from matchbench.solvers.gpu.hungarian import CuClass, CuTree
 
 pytestmark = pytest.mark.gpu

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from matchbench.problems.assignment import Assignment, CostMatrix, dual_dtype, tight_eps
+from matchbench.problems.lap import Assignment, CostMatrix, dual_dtype, tight_eps
 from matchbench.solvers.base import BaseSolver
 
 #: "No slack yet" for int64 duals; far above any slack of a valid instance.

@@ -154,6 +154,7 @@ class _AugmentingPathsGPU(BaseSolver):
     problem: ClassVar[str] = "mcm"
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("apfb",)
+    instrumentable: ClassVar[bool] = True
     #: Alg. 1 lines 9-10: stop the BFS at the first level that finds an augmenting path.
     early_stop: ClassVar[bool]
 
@@ -278,6 +279,12 @@ class _AugmentingPathsGPU(BaseSolver):
 
     def counters(self) -> dict[str, int | float]:
         return dict(self._counters)
+
+    def instrument(self, on: bool) -> None:
+        """``count_edges`` for the following runs (the kernels are built with or without it)."""
+        if bool(on) != self.count_edges:
+            self.count_edges = bool(on)
+            self._state = None  # the next prepare builds the state with the other kernels
 
     def memory_peak_bytes(self) -> int | None:
         # Everything is allocated in prepare and nothing in run, so what the state holds

@@ -56,7 +56,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from matchbench.problems.assignment import Assignment, CostMatrix, dual_dtype, tight_eps
+from matchbench.problems.lap import Assignment, CostMatrix, dual_dtype, tight_eps
 from matchbench.solvers.base import BaseSolver
 
 # ctrl layout; kept in step with the HUNG_* #defines of kernels/hungarian.cu.

@@ -23,8 +23,10 @@ to within ``2 * n * atol``.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 import numpy as np
 from numba import njit
@@ -41,6 +43,8 @@ FLOAT_RTOL = 1e-9
 SOLVER_RTOL = 1e-11
 #: The cost of the dummy rows or columns that pad a rectangular matrix to a square one.
 PAD_COST = 0
+#: Layout version of :meth:`CostMatrix.save_npz` files.
+NPZ_VERSION = 1
 
 
 def _err(name: str, msg: str) -> DatasetError:
@@ -158,6 +162,13 @@ def validate_costs(
     return np.ascontiguousarray(a), shape
 
 
+def _json_scalar(obj: Any) -> Any:
+    """numpy scalars in ``params`` as the Python numbers JSON knows."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} in params is not JSON data")
+
+
 @dataclass(eq=False)
 class CostMatrix:
     """A dense square LAP instance.
@@ -225,6 +236,50 @@ class CostMatrix:
         cols = np.asarray(assignment.row_to_col)
         keep = (rows < r) & (cols < c)
         return rows[keep], cols[keep]
+
+    def save_npz(self, file: str | os.PathLike | IO[bytes]) -> None:
+        """Write the instance to an uncompressed ``.npz`` file (see :meth:`load_npz`).
+
+        Holds ``costs``, ``name``, ``family``, ``params`` as JSON, and ``kind``
+        (``"module:Class"``), which tells a reader that does not know the family which
+        class's ``load_npz`` to call. A path is written exactly there (numpy's habit of
+        appending ``.npz`` is avoided).
+        """
+        cls = type(self)
+        arrays = {
+            "kind": np.asarray(f"{cls.__module__}:{cls.__qualname__}"),
+            "version": np.asarray(NPZ_VERSION),
+            "costs": self.costs,
+            "name": np.asarray(self.name),
+            "family": np.asarray(self.family),
+            "params": np.asarray(json.dumps(self.params, default=_json_scalar)),
+        }
+        if isinstance(file, str | os.PathLike):
+            with open(file, "wb") as f:
+                np.savez(f, **arrays)
+        else:
+            np.savez(file, **arrays)
+
+    @classmethod
+    def load_npz(cls, file: str | os.PathLike | IO[bytes]) -> CostMatrix:
+        """Read an instance written by :meth:`save_npz`.
+
+        Raises
+        ------
+        ValueError
+            For another layout version or a bad matrix (:class:`DatasetError`, see
+            :func:`validate_costs`); reading errors of numpy and zipfile pass through.
+        """
+        with np.load(file, allow_pickle=False) as z:
+            version = int(z["version"])
+            if version != NPZ_VERSION:
+                raise ValueError(f"CostMatrix npz layout {version}, expected {NPZ_VERSION}")
+            costs = z["costs"]
+            name, family = str(z["name"][()]), str(z["family"][()])
+            params = json.loads(str(z["params"][()]))
+        if not isinstance(params, dict):
+            raise ValueError(f"{name}: params is not a JSON object")
+        return cls(costs, name=name, family=family, params=params)
 
     def permuted(self, seed: int) -> CostMatrix:
         """The RCP transform: a random row and a random column permutation (same optimum)."""

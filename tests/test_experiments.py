@@ -1,0 +1,113 @@
+"""Every experiment preset runs through the real pipeline and its tables render from Parquet.
+
+Each preset is run reduced (its smallest instances, CPU references; GPU solvers are
+skipped with their reason on a machine without a GPU) as ``matchbench -m
++experiment=NAME`` in a subprocess, then ``matchbench report --experiment NAME`` renders
+its tables from the rows that run wrote. A new preset must add its reduction here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from matchbench.results.store import read_results
+
+ROOT = Path(__file__).resolve().parents[1]
+CONF = ROOT / "conf"
+PRESETS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+
+#: preset -> overrides that shrink it to seconds on two CPU cores.
+REDUCED: dict[str, list[str]] = {
+    "quickstart": [],
+    "deveci2013_table1": ["dataset=smoke"],
+    "deveci2013_table2": ["dataset=smoke", "gpu.repetitions=2"],
+    "gpr_table1": ["dataset=smoke", "gpu.repetitions=2"],
+    "gpr_fig1": ["dataset=smoke", "algorithm.k=0.7,1"],
+    "datenagi2016_table1": ["dataset.n=24,40", "gpu.repetitions=2"],
+    "datenagi2016_table3": ["dataset.n=24,40", "gpu.repetitions=2"],
+    "mcm_refs": ["dataset.scale=6,7", "gpu.repetitions=2"],
+}
+
+
+def test_every_preset_has_a_reduced_run():
+    assert sorted(REDUCED) == PRESETS
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_preset_composes_with_a_report_section(name):
+    from matchbench.report.tables import experiment_spec
+
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("config", overrides=[f"+experiment={name}"], return_hydra_config=True)
+    sweep = OmegaConf.to_container(cfg.hydra.sweeper, resolve=False)
+    assert sweep.get("params") or sweep.get("grids"), "a preset is a sweep"
+    spec = experiment_spec(name)
+    assert spec["title"] and spec["tables"]
+
+
+def _matchbench(*args, cwd):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1")
+    return subprocess.run(
+        [sys.executable, "-m", "matchbench", *args], cwd=cwd, env=env,
+        capture_output=True, text=True, timeout=900,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PRESETS)
+def test_reduced_preset_runs_and_its_tables_render(tmp_path, name):
+    from matchbench.report.tables import experiment_spec
+
+    res = _matchbench(
+        "-m", f"+experiment={name}", *REDUCED[name], f"run.results_dir={tmp_path / 'runs'}",
+        "cluster=local_cpu", "cluster.n_workers=2", "cluster.dashboard_address=:0",
+        f"data_dir={tmp_path / 'data'}", cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr[-4000:]
+    df = read_results(tmp_path / "runs")
+    assert (df.experiment == name).all()
+    # Every row is accounted for: CPU answers verified, GPU tasks skipped with a reason.
+    cpu, gpu = df[df.device == "cpu"], df[df.device == "gpu"]
+    assert len(df) and (cpu.status == "ok").all() and cpu.verified.all(), cpu[["algorithm", "error"]]
+    assert (gpu.status == "skipped").all() and gpu.error.str.contains("GPU=1").all()
+    if len(gpu):
+        assert res.stderr.count("GPU task(s)") == 1  # one line, not one per task
+
+    md = _matchbench("report", "--experiment", name, "--root", str(tmp_path / "runs"), cwd=tmp_path)
+    assert md.returncode == 0, md.stderr
+    for table in experiment_spec(name)["tables"]:
+        assert f"### {table['title']}" in md.stdout
+    for algo in set(cpu.algorithm):
+        assert algo in md.stdout
+    assert f"matchbench report --experiment {name}" in md.stdout
+
+    html = _matchbench("report", "--experiment", name, "--root", str(tmp_path / "runs"),
+                       "--format", "html", "-o", str(tmp_path / "t.html"), cwd=tmp_path)
+    assert html.returncode == 0, html.stderr
+    assert "<table" in (tmp_path / "t.html").read_text()
+
+
+@pytest.mark.slow
+def test_quickstart_crosses_families_and_writes_the_report(tmp_path):
+    """The main job: both families' references verified, cross-family pairs left out in one
+    line, the HTML report written and its path printed."""
+    res = _matchbench(
+        "-m", "+experiment=quickstart", f"run.results_dir={tmp_path / 'runs'}",
+        "cluster=local_cpu", "cluster.n_workers=2", "cluster.dashboard_address=:0", cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr[-4000:]
+    err = res.stderr
+    assert err.count("of different problems") == 1 and "Dask dashboard: http" in err
+    report = next(line.split(": ", 1)[1] for line in err.splitlines() if line.startswith("report: "))
+    assert Path(report).is_file() and Path(report).stat().st_size > 10_000
+    df = read_results(tmp_path / "runs")
+    ok = df[df.status == "ok"]
+    assert set(ok.problem) == {"mcm", "lap"} and ok.verified.all()
+    assert {"hk", "pfp", "pr", "scipy_hk", "scipy_lsa", "lapjv", "hungarian_tree"} <= set(ok.algorithm)

@@ -1,0 +1,63 @@
+"""Problem families are found by module name: ``matchbench.problems.<name>``, no registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from matchbench.problems import Problem, get_problem, problem_table
+from matchbench.problems.lap import LAP
+from matchbench.problems.mcm import MCM
+
+
+@pytest.mark.parametrize(("name", "cls"), [("mcm", MCM), ("lap", LAP)])
+def test_get_problem_finds_the_family_module(name, cls):
+    p = get_problem(name)
+    assert type(p) is cls
+    assert isinstance(p, Problem)
+    assert p.name == name
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nope",  # no such module
+        "base",  # a module of the package, but no family
+        "bipartite",  # likewise
+        "lap.LAP",  # malformed: not an identifier
+        "../mcm",
+        "",
+        "assignment",  # the family's old module name
+    ],
+)
+def test_unknown_or_malformed_name_names_the_known_ones(name):
+    with pytest.raises(KeyError) as info:
+        get_problem(name)
+    message = str(info.value)
+    assert repr(name) in message
+    assert "known: lap, mcm" in message
+
+
+def test_problem_table_lists_exactly_the_families():
+    assert problem_table() == {
+        "lap": {"objective": "cost", "sense": "min", "exact": True},
+        "mcm": {"objective": "cardinality", "sense": "max", "exact": True},
+    }
+
+
+def test_problem_table_skips_modules_that_fail_or_hold_no_family(monkeypatch):
+    import pkgutil
+    import sys
+    import types
+
+    real = pkgutil.iter_modules
+
+    def with_strays(path=None, prefix=""):
+        yield from real(path, prefix)
+        for name in ("broken", "stray"):
+            yield pkgutil.ModuleInfo(None, name, False)
+
+    stray = types.ModuleType("matchbench.problems.stray")
+    stray.MCM = MCM  # a family class under another module's name is not a family
+    monkeypatch.setitem(sys.modules, "matchbench.problems.stray", stray)
+    monkeypatch.setattr(pkgutil, "iter_modules", with_strays)
+    assert sorted(problem_table()) == ["lap", "mcm"]
