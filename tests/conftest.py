@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _private_data_dir(tmp_path_factory):
+    """Generated-instance cache files go to a temporary folder, not the user's cache
+    (task processes and subprocess sweeps inherit the variable)."""
+    old = os.environ.get("MATCHBENCH_DATA_DIR")
+    os.environ["MATCHBENCH_DATA_DIR"] = str(tmp_path_factory.mktemp("matchbench-data"))
+    yield
+    if old is None:
+        os.environ.pop("MATCHBENCH_DATA_DIR", None)
+    else:
+        os.environ["MATCHBENCH_DATA_DIR"] = old
 
 
 def _gpu_available() -> tuple[bool, str]:

@@ -111,3 +111,18 @@ def test_quickstart_crosses_families_and_writes_the_report(tmp_path):
     ok = df[df.status == "ok"]
     assert set(ok.problem) == {"mcm", "lap"} and ok.verified.all()
     assert {"hk", "pfp", "pr", "scipy_hk", "scipy_lsa", "lapjv", "hungarian_tree"} <= set(ok.algorithm)
+
+
+DOCS = ROOT / "docs" / "benchmarks"
+
+
+@pytest.mark.parametrize("page", sorted(p.stem for p in DOCS.glob("*.md") if "\nMade by: `matchbench report --experiment" in p.read_text()))
+def test_regenerated_pages_are_views_of_the_kept_runs(page):
+    """A page made by ``report --experiment`` is exactly what the kept Parquet rows give."""
+    from matchbench.report.tables import experiment_spec, render_experiment, select_experiment_rows
+
+    text = (DOCS / f"{page}.md").read_text()
+    command = next(line for line in text.splitlines() if line.startswith("Made by: "))
+    command = command.removeprefix("Made by: ").strip("`")
+    frame = select_experiment_rows(page, (), DOCS / "runs")
+    assert render_experiment(frame, experiment_spec(page), command=command).strip() == text.strip()

@@ -103,8 +103,16 @@ def test_git_state_uses_the_checkout_root(monkeypatch, no_cache, tmp_path):
     root = tmp_path / "checkout"
     head = new_repo(root)
     monkeypatch.setattr(provenance, "_ROOT", root)
-    monkeypatch.setenv(provenance.COMMIT_ENV, "f" * 40)  # git wins over the stamp
+    monkeypatch.delenv(provenance.COMMIT_ENV, raising=False)
     assert provenance.git_state() == (head, False)
+
+
+def test_explicit_stamp_wins_over_a_stale_checkout(monkeypatch, no_cache, tmp_path):
+    root = tmp_path / "checkout"
+    new_repo(root)
+    monkeypatch.setattr(provenance, "_ROOT", root)
+    monkeypatch.setenv(provenance.COMMIT_ENV, "f" * 40)
+    assert provenance.git_state() == ("f" * 40, None)
 
 
 def test_commit_stamp_when_git_gives_nothing(monkeypatch, no_cache, tmp_path):

@@ -82,16 +82,18 @@ def _installed_commit() -> str | None:
 def git_state() -> tuple[str | None, bool | None]:
     """(commit, dirty) of the code matchbench runs from; None where it cannot be known.
 
-    In order: the git checkout whose top level is the folder holding ``matchbench/``
-    (only this source gives ``dirty``); the ``MATCHBENCH_COMMIT`` environment variable;
-    the commit pip recorded for a VCS install; else None, never a guessed commit.
+    In order: the ``MATCHBENCH_COMMIT`` environment variable, an explicit stamp that
+    wins (a copied tree can carry a stale ``.git``: seen on a GPU host whose copy's
+    repository stood at an older commit); the git checkout whose top level is the folder
+    holding ``matchbench/`` (only this source gives ``dirty``); the commit pip recorded
+    for a VCS install; else None, never a guessed commit.
     """
-    commit, dirty = _git_commit_of(_ROOT)
-    if commit:
-        return commit, dirty
     stamp = os.environ.get(COMMIT_ENV, "").strip()
     if stamp:
         return stamp, None
+    commit, dirty = _git_commit_of(_ROOT)
+    if commit:
+        return commit, dirty
     return _installed_commit(), None
 
 
