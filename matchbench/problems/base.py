@@ -9,8 +9,12 @@ per family than ``objective``, ``sense`` and ``exact``.
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
+
+import numpy as np
 
 
 @dataclass
@@ -138,3 +142,32 @@ def get_problem(name: str) -> Problem:
         known = ", ".join(sorted(problem_table()))
         raise KeyError(f"unknown problem {name!r}; known: {known}")
     return cls()
+
+
+def _json_scalar(obj: Any) -> Any:
+    """numpy scalars in ``params`` as the Python numbers JSON knows."""
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(f"{type(obj).__name__} in params is not JSON data")
+
+
+def save_instance_npz(instance: Any, file: str | os.PathLike | IO[bytes], version: int, **arrays: Any) -> None:
+    """Write an instance's ``arrays`` with the header every family's file carries.
+
+    The header: ``kind`` (``module:Class``, the class whose ``load_npz`` reads it back),
+    the family's layout ``version``, ``name``, ``family`` and ``params`` as JSON. A path
+    is written exactly there (numpy's habit of appending ``.npz`` is avoided).
+    """
+    cls = type(instance)
+    header = {
+        "kind": np.asarray(f"{cls.__module__}:{cls.__qualname__}"),
+        "version": np.asarray(version),
+        "name": np.asarray(instance.name),
+        "family": np.asarray(instance.family),
+        "params": np.asarray(json.dumps(instance.params, default=_json_scalar)),
+    }
+    if isinstance(file, str | os.PathLike):
+        with open(file, "wb") as f:
+            np.savez(f, **header, **arrays)
+    else:
+        np.savez(file, **header, **arrays)

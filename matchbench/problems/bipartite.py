@@ -16,6 +16,8 @@ from typing import IO, Any
 import numpy as np
 import scipy.sparse as sp
 
+from matchbench.problems.base import save_instance_npz
+
 INT32_MAX = np.iinfo(np.int32).max
 
 #: Layout version of :meth:`BipartiteGraph.save_npz` files.
@@ -26,12 +28,6 @@ def index_dtype(*sizes: int) -> np.dtype:
     """int32 when every size fits, else int64."""
     return np.dtype(np.int32) if max(sizes, default=0) <= INT32_MAX else np.dtype(np.int64)
 
-
-def _json_scalar(obj: Any) -> Any:
-    """numpy scalars in ``params`` as the Python numbers JSON knows."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"{type(obj).__name__} in params is not JSON data")
 
 
 @dataclass(eq=False)
@@ -162,25 +158,17 @@ class BipartiteGraph:
         class's ``load_npz`` to call. Uncompressed: zlib would take longer than the
         generators it saves re-running.
         """
-        cls = type(self)
-        arrays = {
-            "kind": np.asarray(f"{cls.__module__}:{cls.__qualname__}"),
-            "version": np.asarray(NPZ_VERSION),
-            "n_rows": np.asarray(self.n_rows, dtype=np.int64),
-            "n_cols": np.asarray(self.n_cols, dtype=np.int64),
-            "row_ptr": self.row_ptr,
-            "row_ind": self.row_ind,
-            "col_ptr": self.col_ptr,
-            "col_ind": self.col_ind,
-            "name": np.asarray(self.name),
-            "family": np.asarray(self.family),
-            "params": np.asarray(json.dumps(self.params, default=_json_scalar)),
-        }
-        if isinstance(file, str | os.PathLike):
-            with open(file, "wb") as f:
-                np.savez(f, **arrays)
-        else:
-            np.savez(file, **arrays)
+        save_instance_npz(
+            self,
+            file,
+            NPZ_VERSION,
+            n_rows=np.asarray(self.n_rows, dtype=np.int64),
+            n_cols=np.asarray(self.n_cols, dtype=np.int64),
+            row_ptr=self.row_ptr,
+            row_ind=self.row_ind,
+            col_ptr=self.col_ptr,
+            col_ind=self.col_ind,
+        )
 
     @classmethod
     def load_npz(cls, file: str | os.PathLike | IO[bytes]) -> BipartiteGraph:

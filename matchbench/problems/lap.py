@@ -32,7 +32,7 @@ import numpy as np
 from numba import njit
 
 from matchbench.datasets import DatasetError
-from matchbench.problems.base import Problem, Verification
+from matchbench.problems.base import Problem, Verification, save_instance_npz
 
 #: Cost dtypes solved as given; other real dtypes are converted when that is lossless.
 COST_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
@@ -162,12 +162,6 @@ def validate_costs(
     return np.ascontiguousarray(a), shape
 
 
-def _json_scalar(obj: Any) -> Any:
-    """numpy scalars in ``params`` as the Python numbers JSON knows."""
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"{type(obj).__name__} in params is not JSON data")
-
 
 @dataclass(eq=False)
 class CostMatrix:
@@ -245,20 +239,12 @@ class CostMatrix:
         class's ``load_npz`` to call. A path is written exactly there (numpy's habit of
         appending ``.npz`` is avoided).
         """
-        cls = type(self)
-        arrays = {
-            "kind": np.asarray(f"{cls.__module__}:{cls.__qualname__}"),
-            "version": np.asarray(NPZ_VERSION),
-            "costs": self.costs,
-            "name": np.asarray(self.name),
-            "family": np.asarray(self.family),
-            "params": np.asarray(json.dumps(self.params, default=_json_scalar)),
-        }
-        if isinstance(file, str | os.PathLike):
-            with open(file, "wb") as f:
-                np.savez(f, **arrays)
-        else:
-            np.savez(file, **arrays)
+        save_instance_npz(
+            self,
+            file,
+            NPZ_VERSION,
+            costs=self.costs,
+        )
 
     @classmethod
     def load_npz(cls, file: str | os.PathLike | IO[bytes]) -> CostMatrix:
