@@ -33,6 +33,8 @@ REDUCED: dict[str, list[str]] = {
     "datenagi2016_table1": ["dataset.n=24,40", "gpu.repetitions=2"],
     "datenagi2016_table3": ["dataset.n=24,40", "gpu.repetitions=2"],
     "mcm_refs": ["dataset.scale=6,7", "gpu.repetitions=2"],
+    "mcm_e2e": ["dataset=smoke", "gpu.repetitions=2"],
+    "mcm_auto_train": ["dataset=smoke", "gpu.repetitions=2"],
 }
 
 

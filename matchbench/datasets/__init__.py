@@ -71,6 +71,7 @@ __all__ = [
     "smoke",
     "smoke_names",
     "spec_problem",
+    "warm_disk_cache",
 ]
 
 
@@ -596,6 +597,34 @@ def load(spec: Mapping[str, Any], *, data_dir: str | os.PathLike | None = None) 
     if not callable(permuted):
         raise DatasetError(f"{label}: rcp is set but {type(base).__name__} cannot be permuted")
     return _cached((key, "rcp", seed), lambda: permuted(seed))
+
+
+def warm_disk_cache(
+    spec: Mapping[str, Any], data_dir: str | os.PathLike | None = None
+) -> str | None:
+    """Make the disk-cache file of a spec (:func:`disk_cache_path`) if it is missing.
+
+    What the sweep's CPU workers run ahead of the GPU tasks, so that large generated
+    instances are made in parallel instead of one after the other by the GPU worker.
+    Keeps nothing in memory and never raises: a spec that fails here fails again, with
+    its error row, in the task that loads it.
+
+    Returns
+    -------
+    str or None
+        What happened, for the log: None when there was nothing to do.
+    """
+    if not _disk_cache_enabled():
+        return None
+    try:
+        plain = _base_spec(_plain(spec))
+        path = disk_cache_path(plain, data_dir)
+        if path is None or path.exists():
+            return None
+        _make(plain, data_dir)
+        return f"generated {_label(plain)} into {path}"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
 
 
 # ---------------------------------------------------------------------------------------

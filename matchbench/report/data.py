@@ -4,10 +4,11 @@ Vocabulary
 ----------
 key
     One measurement: :data:`~matchbench.results.schema.KEY_COLUMNS` (problem, algorithm,
-    variant, instance, GPU model; a null GPU model reads "cpu").
+    variant, initializer, instance, GPU model; a null GPU model reads "cpu").
 solver
-    Within one problem, an (algorithm, variant, GPU model) triple; its ``label`` names
-    the variant and the GPU only where the problem has several of them.
+    Within one problem, an (algorithm, variant, initializer, GPU model) tuple; its
+    ``label`` names the variant, the initializer and the GPU only where the problem has
+    several of them.
 pair
     A solver on an instance: the key's repetitions reduced to medians.
 current view
@@ -141,16 +142,22 @@ def pairs(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def label_solvers(p: pd.DataFrame) -> pd.DataFrame:
-    """Add ``label``: algorithm, plus ``[variant]`` and ``@ GPU`` only where needed per problem."""
+    """Add ``label``: algorithm, plus ``[variant]``, ``<init>`` and ``@ GPU`` only where
+    needed per problem."""
     p = p.copy()
+    if "init" not in p:
+        p["init"] = ""
     labels = []
     for _, g in p.groupby("problem", sort=False):
         n_var = g.groupby("algorithm")["variant"].nunique()
+        n_init = g.groupby("algorithm")["init"].nunique()
         many_gpus = g["gpu_model"].nunique() > 1
         for idx, r in g.iterrows():
             lab = r["algorithm"]
             if n_var[r["algorithm"]] > 1:
                 lab += f"[{r['variant']}]"
+            if n_init[r["algorithm"]] > 1:
+                lab += f" <{r['init']}>"
             if many_gpus:
                 lab += f" @ {r['gpu_model']}"
             labels.append((idx, lab))

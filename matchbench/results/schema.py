@@ -15,7 +15,10 @@ instance
     problem, instance, family, n_rows, n_cols, n_edges, dataset_seed, rcp,
     instance_params (JSON), instance_key
 algorithm
-    algorithm, variant (canonical ``k=v,...``), params_json, device
+    algorithm, variant (canonical ``k=v,...``), params_json, device, init (the initial
+    answer the solver started from, the ``init`` config group: ``cheap_cpu``,
+    ``cheap_gpu``, with the parameters that differ from its defaults in parentheses;
+    null for families without one)
 repetition and status
     repetition, n_repetitions, instrumented (an extra repetition with the solver's
     counters switched on: its times are not comparable and timing views skip it),
@@ -23,8 +26,12 @@ repetition and status
     ``timeout`` row was killed at: ``algorithm.time_limit_s`` per repetition, else the
     task's ``run.task_timeout_s``)
 times (seconds)
-    t_total_s (the task's wall clock, per row the same), t_load_s, t_init_s, t_compile_s,
-    t_prepare_s, t_solve_s, t_transfer_s, t_verify_s, phases_json (solver phase seconds)
+    t_total_s (the task's wall clock, per row the same), t_load_s, t_init_s (the
+    initializer: host clock for a CPU one, CUDA events for a GPU one), t_compile_s,
+    t_upload_s (host-to-device copy of the instance, once per task: the time a graph that
+    starts on the host adds), t_prepare_s, t_solve_s, t_e2e_s (t_init_s + t_solve_s: from
+    the instance in place to the answer), t_transfer_s, t_verify_s, phases_json (solver
+    phase seconds)
 counters
     kernel_launches, host_syncs, iterations, counters_json (all solver counters)
 memory
@@ -42,7 +49,7 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: ``status`` values: ok, error (an exception, bad input), timeout, oom (device or host
 #: memory), skipped (the solver declined the instance), crashed (the task's process died).
@@ -83,6 +90,7 @@ SCHEMA = pa.schema(
         ("variant", pa.string()),
         ("params_json", pa.string()),
         ("device", pa.string()),
+        ("init", pa.string()),
         # repetition and status
         ("repetition", pa.int32()),
         ("n_repetitions", pa.int32()),
@@ -96,8 +104,10 @@ SCHEMA = pa.schema(
         ("t_load_s", pa.float64()),
         ("t_init_s", pa.float64()),
         ("t_compile_s", pa.float64()),
+        ("t_upload_s", pa.float64()),
         ("t_prepare_s", pa.float64()),
         ("t_solve_s", pa.float64()),
+        ("t_e2e_s", pa.float64()),
         ("t_transfer_s", pa.float64()),
         ("t_verify_s", pa.float64()),
         ("phases_json", pa.string()),
@@ -123,7 +133,7 @@ SCHEMA = pa.schema(
 COLUMNS = tuple(SCHEMA.names)
 
 #: Columns that identify "the same measurement" across runs (compare, history).
-KEY_COLUMNS = ("problem", "algorithm", "variant", "instance", "gpu_model")
+KEY_COLUMNS = ("problem", "algorithm", "variant", "init", "instance", "gpu_model")
 
 
 def to_json(value: Any) -> str:
@@ -152,10 +162,39 @@ def file_schema_version(metadata: dict[bytes, bytes] | None) -> int:
     return int(metadata[b"schema_version"])
 
 
+def _v2_to_v3(table: pa.Table) -> pa.Table:
+    """2 -> 3 adds ``init``, ``t_upload_s`` and ``t_e2e_s``.
+
+    Before version 3 every family with an initializer (MCM) started from the cheap
+    matching on the host, and only those rows carry ``objective_init``: they get
+    ``init = "cheap_cpu"``, so that they compare with the same runs made today.
+    ``t_e2e_s`` is ``t_init_s + t_solve_s`` as for new rows; ``t_upload_s`` was not
+    measured (null).
+    """
+    import pyarrow.compute as pc
+
+    n = table.num_rows
+
+    def col(name: str, typ: pa.DataType) -> pa.ChunkedArray:
+        if name in table.column_names:
+            return table.column(name).cast(typ)
+        return pa.chunked_array([pa.nulls(n, typ)])
+
+    has_init = pc.is_valid(col("objective_init", pa.float64()))
+    init = pc.if_else(has_init, pa.scalar("cheap_cpu"), pa.scalar(None, pa.string()))
+    t_init = pc.fill_null(col("t_init_s", pa.float64()), 0.0)
+    e2e = pc.add(col("t_solve_s", pa.float64()), t_init)
+    for name, values in (("init", init), ("t_e2e_s", e2e)):
+        if name in table.column_names:
+            table = table.drop_columns([name])
+        table = table.append_column(name, values)
+    return table
+
+
 # Upgrades from version v to v + 1; each takes and returns a pyarrow Table. Columns that
 # a version only adds (1 -> 2: experiment, instrumented, time_limit_s) need no step:
 # :func:`upgrade` fills them with nulls.
-_UPGRADES: dict[int, Any] = {}
+_UPGRADES: dict[int, Any] = {2: _v2_to_v3}
 
 
 def upgrade(table: pa.Table, version: int) -> pa.Table:

@@ -171,8 +171,12 @@ def task_process() -> TaskProcess:
     return _process
 
 
-def run_task(task: dict[str, Any]) -> list[Row]:
-    """The Dask task function: isolated in the child unless ``isolate`` is false."""
+def run_task(task: dict[str, Any], *after: Any) -> list[Row]:
+    """The Dask task function: isolated in the child unless ``isolate`` is false.
+
+    ``after`` are results of tasks this one waited for (the generation of its instance
+    on a CPU worker, :func:`matchbench.datasets.warm_disk_cache`); unused.
+    """
     if not task.get("isolate", True):
         start = time.perf_counter()
         rows = execute_task(task)

@@ -151,6 +151,15 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
             f"plan: left out {len(pairs)} solver x instance pair(s) of different problems: {shown}{more}\n"
         )
 
+    inits = sorted({pair for p in plans for pair in p.skipped_inits})
+    if inits:
+        shown = ", ".join(f"{a} x {i}" for a, i in inits[:4])
+        more = f", and {len(inits) - 4} more" if len(inits) > 4 else ""
+        stream.write(
+            f"plan: left out {len(inits)} solver x initializer pair(s) where the solver cannot "
+            f"run a device initializer (CPU solvers start from a host one): {shown}{more}\n"
+        )
+
     tasks: dict[str, dict[str, Any]] = {}
     for p in plans:
         for t in p.tasks:
@@ -185,13 +194,16 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
             futures = {}
             # Tasks of one instance back to back: each worker's instance cache then hits
             # instead of regenerating or re-reading a large graph per algorithm.
-            from matchbench.datasets import instance_key
+            from matchbench.datasets import disk_cache_path, instance_key
             from matchbench.runner.child import run_task
 
             order = sorted(tasks.items(), key=lambda kv: instance_key(kv[1]["instance_spec"]))
+            warm = _warm_instances(client, [t for _, t in order], n_gpu, n_cpu, stream)
             for tid, t in order:
+                path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
+                after = [warm[str(path)]] if str(path) in warm and t["device"] == "gpu" else []
                 fut = client.submit(
-                    run_task, t, pure=False, key=f"{t['algorithm']}-{tid}",
+                    run_task, t, *after, pure=False, key=f"{t['algorithm']}-{tid}",
                     resources=task_resources(t["device"], n_cpu),
                 )
                 futures[fut] = tid
@@ -212,6 +224,34 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     out["experiments"] = sorted({p.config_experiment for p in plans if p.config_experiment})
     if run.get("report"):
         out["report"] = write_run_report(writer.dir, run_id, stream)
+    return out
+
+
+def _warm_instances(client, tasks: list[dict[str, Any]], n_gpu: int, n_cpu: int, stream) -> dict[str, Any]:
+    """Generate the GPU tasks' missing disk-cached instances on the CPU workers first.
+
+    Without it the GPU worker makes every large generated graph itself, one after the
+    other, between its solves. Returns ``{cache path: future}``; a GPU task submitted with
+    its instance's future waits for it (and then reads the file). Only where the cluster
+    has both GPU and CPU workers.
+    """
+    from matchbench.datasets import disk_cache_path, warm_disk_cache
+
+    if not (n_gpu and n_cpu):
+        return {}
+    out: dict[str, Any] = {}
+    for t in tasks:
+        if t["device"] != "gpu":
+            continue
+        path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
+        if path is None or path.exists() or str(path) in out:
+            continue
+        out[str(path)] = client.submit(
+            warm_disk_cache, t["instance_spec"], t.get("data_dir"), pure=False,
+            key=f"generate-{path.stem}", resources={"CPU": 1}, priority=10,
+        )
+    if out:
+        stream.write(f"generating {len(out)} instance(s) for the GPU tasks on the CPU workers\n")
     return out
 
 

@@ -9,6 +9,13 @@ one problem family on a dataset whose function declares another family
 (:func:`matchbench.datasets.spec_problem`). The plan keeps them in ``skipped_pairs`` and
 the sweep reports them in one line, not as one error row per pair.
 
+The ``init`` section (the ``init`` config group) names the initial answer of the families
+that have one (MCM: ``cheap_cpu`` or ``cheap_gpu``). It ships with the tasks of solvers
+of its family and is dropped from the others (their tasks, and so their ids, do not
+depend on it: a sweep over ``init`` runs them once). A GPU initializer is run by the
+solver on its device copy of the instance; pairs of it with a solver that cannot
+(``device_init`` false: the CPU references) are left out, in ``skipped_inits``.
+
 Run options that belong to the algorithm rather than to the solver are taken out of the
 algorithm config before the solver is built: ``algorithm.time_limit_s`` (seconds one
 repetition may take, warm-up included; over it the task is killed and recorded as a
@@ -41,6 +48,8 @@ class Plan:
     skipped_pairs: list[tuple[str, str, str, str]] = field(default_factory=list)
     #: the ``+experiment=`` preset the job was composed from
     config_experiment: str | None = None
+    #: (algorithm, initializer label) left out at plan time: a solver that cannot run it
+    skipped_inits: list[tuple[str, str]] = field(default_factory=list)
 
 #: Keys of the algorithm config that are run options, not solver parameters.
 RUN_KEYS = ("time_limit_s",)
@@ -89,6 +98,25 @@ def describe_solver(algorithm: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def describe_init(init: dict[str, Any]) -> dict[str, Any]:
+    """Label, problem, device and kernel families of an ``init`` config section."""
+    from hydra.utils import instantiate
+
+    obj = instantiate(init, _convert_="all")
+    return {
+        "label": obj.label(),
+        "problem": obj.problem,
+        "device": obj.device,
+        "kernel_families": list(obj.kernel_families),
+    }
+
+
+def _accepts_device_init(algorithm: dict[str, Any]) -> bool:
+    from hydra.utils import get_class
+
+    return bool(getattr(get_class(algorithm["_target_"]), "device_init", False))
+
+
 def build_plan(
     cfg: dict[str, Any],
     *,
@@ -131,6 +159,24 @@ def build_plan(
     except Exception as exc:
         plan.error_rows.append(error_row({**provenance, **base}, exc, stage="algorithm config"))
         return plan
+    init_cfg: dict[str, Any] | None = None
+    if cfg.get("init"):
+        try:
+            init = describe_init(dict(cfg["init"]))
+        except Exception as exc:
+            plan.error_rows.append(error_row({**provenance, **solver}, exc, stage="init config"))
+            return plan
+        if init["problem"] == solver["problem"]:
+            if init["device"] == "gpu" and not (
+                solver["device"] == "gpu" and _accepts_device_init(solver_cfg)
+            ):
+                plan.skipped_inits.append((solver["algorithm"], init["label"]))
+                return plan
+            init_cfg = dict(cfg["init"])
+            solver["kernel_families"] = sorted(
+                set(solver["kernel_families"]) | set(init["kernel_families"])
+            )
+            solver["init"] = init["label"]
     try:
         specs = expand(dataset)
     except Exception as exc:
@@ -142,12 +188,17 @@ def build_plan(
         if family is not None and family != solver["problem"]:
             plan.skipped_pairs.append((solver["algorithm"], solver["problem"], _label(spec), family))
             continue
-        # Ids stay those of earlier versions unless instrumented runs are asked for.
-        tid = task_id(algorithm, spec, {k: v for k, v in timing.items() if v or k != "instrumented"})
+        # Ids stay those of earlier versions unless instrumented runs or an initializer
+        # other than the papers' cheap matching are asked for.
+        keyed = {k: v for k, v in timing.items() if v or k != "instrumented"}
+        if init_cfg is not None and solver.get("init") != "cheap_cpu":
+            keyed["init"] = init_cfg
+        tid = task_id(algorithm, spec, keyed)
         plan.tasks.append(
             {
                 "task_id": tid,
                 "algorithm_cfg": solver_cfg,
+                "init_cfg": init_cfg,
                 "instance_spec": spec,
                 "gpu": gpu,
                 **timing,

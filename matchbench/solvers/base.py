@@ -19,6 +19,10 @@ upload of the graph) belongs in ``prepare`` guarded by a cache on ``self``.
 GPU solvers time ``run`` with CUDA events and report it through :meth:`timings`; CPU
 solvers are timed by the runner with a wall clock. :meth:`counters` returns counts such
 as kernel launches, host syncs, BFS levels or phases; :meth:`timings` per-phase seconds.
+A GPU initializer (the ``init`` config group, :class:`BaseInitializer`) may be handed
+to ``prepare`` instead of an initial answer: solvers with ``device_init = True`` run it
+in :meth:`run`, before the solve, and report its seconds as ``timings()["init"]`` and
+the initial answer's objective as ``counters()["init_objective"]``.
 Counters that cost time to collect (an atomic per adjacency entry) belong to
 instrumented repetitions: a solver with ``instrumentable = True`` switches them on in
 :meth:`instrument`, and the runner runs ``gpu.instrumented`` such repetitions after the
@@ -38,6 +42,9 @@ class BaseSolver:
     kernel_families: ClassVar[tuple[str, ...]] = ()
     #: whether :meth:`instrument` collects extra counters
     instrumentable: ClassVar[bool] = False
+    #: whether :meth:`prepare` accepts a GPU initializer (:class:`BaseInitializer` with
+    #: ``device == "gpu"``), run on the solver's device copy of the instance
+    device_init: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         self.params = params
@@ -77,3 +84,43 @@ class BaseSolver:
     def variant(self) -> str:
         """Canonical ``k=v,k=v`` string of the variant parameters (sorted keys)."""
         return ",".join(f"{k}={self.params[k]}" for k in sorted(self.params)) or "default"
+
+
+class BaseInitializer:
+    """A family's initial answer, chosen by the ``init`` config group (``conf/init/<name>.yaml``).
+
+    Class attributes as for solvers: ``name`` (the file name and the ``init`` column),
+    ``problem`` (the family whose solvers it starts), ``device`` and ``kernel_families``.
+    A CPU initializer is called on the instance, ``init(instance) -> answer``, and the
+    runner times it on the host (``t_init_s``) and hands the answer to every repetition's
+    :meth:`BaseSolver.prepare`. A GPU initializer is handed to ``prepare`` itself and the
+    solver runs it on its own device copy of the instance, before its solve, timed with
+    CUDA events (``timings()["init"]``); only solvers with ``device_init = True`` accept
+    one, and the planner leaves out the other pairs.
+    """
+
+    name: ClassVar[str]
+    problem: ClassVar[str]
+    device: ClassVar[str] = "cpu"
+    kernel_families: ClassVar[tuple[str, ...]] = ()
+    #: parameter values that the ``init`` column leaves out of its label
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, **params: Any) -> None:
+        self.params = params
+
+    def label(self) -> str:
+        """The ``init`` column: the name, with the parameters that differ from the defaults.
+
+        >>> class Demo(BaseInitializer):
+        ...     name, problem, defaults = "demo", "mcm", {"rule": "ks"}
+        >>> Demo(rule="ks").label(), Demo(rule="greedy").label()
+        ('demo', 'demo(rule=greedy)')
+        """
+        changed = {k: v for k, v in sorted(self.params.items()) if self.defaults.get(k) != v}
+        if not changed:
+            return self.name
+        return f"{self.name}({','.join(f'{k}={v}' for k, v in changed.items())})"
+
+    def __call__(self, instance: Any) -> Any:
+        raise NotImplementedError(f"{self.name} runs on the device, inside the solver")

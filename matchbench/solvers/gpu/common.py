@@ -6,6 +6,7 @@ itself imports on machines without a GPU.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,19 +23,62 @@ class DeviceBipartite:
     col_ptr: Any
     col_ind: Any
 
+    #: seconds the host-to-device copy took (CUDA events), the ``t_upload_s`` column
+    upload_s: float = float("nan")
+
     @classmethod
     def upload(cls, g) -> DeviceBipartite:
+        """Copy both CSR directions to the current device, timed with CUDA events.
+
+        All four arrays get the dtype of ``g.col_ptr`` (the kernels take one index type).
+        """
+        import cupy as cp
+        import numpy as np
+
+        dt = np.dtype(g.col_ptr.dtype)
+        timer = EventTimer()
+        with timer:
+            out = cls(
+                n_rows=g.n_rows,
+                n_cols=g.n_cols,
+                n_edges=g.n_edges,
+                row_ptr=cp.asarray(np.asarray(g.row_ptr, dtype=dt)),
+                row_ind=cp.asarray(np.asarray(g.row_ind, dtype=dt)),
+                col_ptr=cp.asarray(g.col_ptr),
+                col_ind=cp.asarray(np.asarray(g.col_ind, dtype=dt)),
+            )
+        out.upload_s = timer.seconds
+        return out
+
+    @classmethod
+    def resident(cls, g) -> DeviceBipartite:
+        """The device copy of ``g``, uploaded once per process and device and shared.
+
+        Every GPU solver of the family reads the graph and none writes it, so solvers that
+        work on one instance in turn (``mcm_gpu`` prepares two) share one copy. One
+        instance is kept: a new one replaces it, its memory released first.
+        """
         import cupy as cp
 
-        return cls(
-            n_rows=g.n_rows,
-            n_cols=g.n_cols,
-            n_edges=g.n_edges,
-            row_ptr=cp.asarray(g.row_ptr),
-            row_ind=cp.asarray(g.row_ind),
-            col_ptr=cp.asarray(g.col_ptr),
-            col_ind=cp.asarray(g.col_ind),
-        )
+        dev = cp.cuda.Device().id
+        held = _resident.get("entry")
+        if held is not None:
+            ref, held_dev, graph = held
+            if ref() is g and held_dev == dev:
+                return graph
+        _resident.clear()
+        graph = cls.upload(g)
+        _resident["entry"] = (weakref.ref(g), dev, graph)
+        return graph
+
+
+#: ``{"entry": (weakref to the host graph, device id, DeviceBipartite)}``
+_resident: dict[str, Any] = {}
+
+
+def release_resident() -> None:
+    """Drop the shared device copy (:meth:`DeviceBipartite.resident`)."""
+    _resident.clear()
 
 
 class EventTimer:

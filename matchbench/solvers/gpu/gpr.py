@@ -541,6 +541,7 @@ class _DeviceState:
     max_blocks: int
     graphs: dict[tuple, tuple[Any, int]] = field(default_factory=dict)
     p_grid: int = 0  # blocks of the persistent kernel (0: host loop)
+    upload_s: float = float("nan")  # the graph's host-to-device copy (t_upload_s)
 
     @property
     def nbytes(self) -> int:
@@ -757,7 +758,8 @@ class GPR(BaseSolver):
     name: ClassVar[str] = "gpr"
     problem: ClassVar[str] = "mcm"
     device: ClassVar[str] = "gpu"
-    kernel_families: ClassVar[tuple[str, ...]] = ("gpr",)
+    kernel_families: ClassVar[tuple[str, ...]] = ("gpr", "mcm_init")
+    device_init: ClassVar[bool] = True
     #: Seconds after which run() gives up with ``TimeoutError`` (None: never). Not a
     #: variant parameter: a guard for benchmarks; the runner has its own timeouts.
     time_limit_s: float | None = None
@@ -835,8 +837,10 @@ class GPR(BaseSolver):
             local_max=int(local_max),
         )
         self._state: _DeviceState | None = None
-        self._n_active = 0
+        self._n_active: int | None = 0  # None: the matching is built on the device in run()
+        self._dinit: Any = None
         self._t_solve = float("nan")
+        self._t_init = float("nan")
         self._t_relabel = float("nan")
         self._t_transfer = float("nan")
         self._counters: dict[str, int | float] = {}
@@ -872,6 +876,10 @@ class GPR(BaseSolver):
             st = self._state = self._build_state(instance)
         a = st.arrays
         m = int(instance.n_rows)
+        self._dinit = init if getattr(init, "device", None) == "gpu" else None
+        if self._dinit is not None:
+            self._prepare_device_init(st)
+            return
         col_match = _initial_col_match(instance, init)
         row_match = np.full(m, -1, dtype=col_match.dtype)
         matched = np.flatnonzero(col_match >= 0)
@@ -894,36 +902,97 @@ class GPR(BaseSolver):
             ctl[_CTL_LEN] = self._n_active
             a["ctl"].set(ctl)
         st.stream.synchronize()
-        self._t_solve = self._t_relabel = self._t_transfer = float("nan")
+        self._t_solve = self._t_init = self._t_relabel = self._t_transfer = float("nan")
         self._counters = {}
+
+    def _prepare_device_init(self, st: _DeviceState) -> None:
+        """prepare() for a GPU initializer: run() builds the matching and the lists."""
+        a = st.arrays
+        self._dinit.attach(st.instance.n_rows, st.instance.n_cols, a["mu"].dtype)
+        self._n_active = None
+        with st.stream:
+            a["ia"].fill(-1)
+            a["ring"].fill(-1)
+            ctl = np.zeros(_CTL_SIZE, dtype=np.int32)
+            ctl[[_CTL_GUARD, _CTL_BGUARD]] = -1
+            a["ctl"].set(ctl)
+            if "pctl" in a:
+                a["pctl"].fill(0)
+            if "lists_len" not in a:
+                import cupy as cp
+
+                a["lists_len"] = cp.zeros(1, dtype=np.uint64)
+        st.stream.synchronize()
+        self._t_solve = self._t_init = self._t_relabel = self._t_transfer = float("nan")
+        self._counters = {}
+
+    def _launch_device_init(self, st: _DeviceState) -> tuple[Any, int]:
+        """Queue the GPU initializer on mu (its timer, its launches)."""
+        from matchbench.solvers.gpu.common import EventTimer
+
+        a, m = st.arrays, int(st.instance.n_rows)
+        timer = EventTimer()
+        with timer:
+            launches = self._dinit.launch(
+                col_ptr=a["col_ptr"], col_ind=a["col_ind"], row_ptr=a["row_ptr"],
+                row_ind=a["row_ind"], row_match=a["mu"][:m], col_match=a["mu"][m:],
+            )
+        return timer, launches
+
+    def _finish_device_init(self, timer: Any, launches: int, counters: dict[str, Any]) -> None:
+        """After the solve: the initializer's seconds, launches and cardinality."""
+        self._t_init = timer.seconds
+        card = self._dinit.cardinality()
+        counters.update(init_launches=launches, init_objective=card)
+        counters.setdefault("initial_active", int(self._require_state().instance.n_cols) - card)
 
     def run(self) -> None:
         if self.params["persistent"]:
             self._run_persistent()
             return
         from matchbench.solvers.gpu.common import EventTimer
+        from matchbench.solvers.gpu.mcm_init import launch_unmatched_lists
 
         st = self._require_state()
+        a, m = st.arrays, int(st.instance.n_rows)
         ops = _CupyOps(st, self.params["threads"], self.params["launch"])
-        loop = GPRLoop(
-            ops,
-            st.arrays,
-            m=st.instance.n_rows,
-            n=st.instance.n_cols,
-            n_active=self._n_active,
-            variant=self.params["variant"],
-            strategy=self.params["strategy"],
-            k=self.params["k"],
-            idx=st.idx,
-            scan=self.params["scan"],
-            deadline=None
-            if self.time_limit_s is None
-            else time.perf_counter() + float(self.time_limit_s),
-        )
+
+        def make_loop() -> GPRLoop:
+            return GPRLoop(
+                ops,
+                st.arrays,
+                m=st.instance.n_rows,
+                n=st.instance.n_cols,
+                n_active=self._n_active,
+                variant=self.params["variant"],
+                strategy=self.params["strategy"],
+                k=self.params["k"],
+                idx=st.idx,
+                scan=self.params["scan"],
+                deadline=None
+                if self.time_limit_s is None
+                else time.perf_counter() + float(self.time_limit_s),
+            )
+
+        init_timer = None
+        timer = EventTimer()
         with st.stream:
-            timer = EventTimer()
-            with timer:
-                stats = loop.solve()
+            if self._dinit is None:
+                loop = make_loop()
+                with timer:
+                    stats = loop.solve()
+            else:
+                init_timer, init_launches = self._launch_device_init(st)
+                with timer:
+                    # The host loop sizes its grids from the lists' length: one host read
+                    # after the lists are built, inside the solve's timer.
+                    length = a["lists_len"]
+                    length.fill(0)
+                    launch_unmatched_lists(a["mu"][m:], a["lists"][0], a["lists"][1], length)
+                    self._n_active = int(length.get())
+                    a["ctl"][_CTL_LEN] = self._n_active
+                    loop = make_loop()
+                    stats = loop.solve()
             self._t_solve = timer.seconds
         self._t_relabel = loop.relabel_seconds()
         stats["host_syncs"] += 1  # the timer's final synchronization
@@ -933,16 +1002,23 @@ class GPR(BaseSolver):
             graph_launches=ops.graph_launches,
             graph_captures=ops.graph_captures,
         )
+        if init_timer is not None:
+            self._counters["host_syncs"] += 1  # the read of the lists' length
+            self._counters["kernel_launches"] += 1  # the lists
+            self._finish_device_init(init_timer, init_launches, self._counters)
 
     def _run_persistent(self) -> None:
         """The whole loop in one cooperative launch of ``gpr_persistent``; one host read."""
         from matchbench.solvers.gpu.common import EventTimer
 
+        from matchbench.solvers.gpu.mcm_init import launch_unmatched_lists
+
         st = self._require_state()
         a, idx = st.arrays, st.idx
         m, n = int(st.instance.n_rows), int(st.instance.n_cols)
+        device_init = self._dinit is not None
         ctl = np.zeros(_P_SIZE, dtype=np.int64)
-        ctl[_P_LEN] = self._n_active
+        ctl[_P_LEN] = self._n_active or 0
         limit = self.time_limit_s
         args = (
             idx(m),
@@ -969,10 +1045,20 @@ class GPR(BaseSolver):
             np.uint64(_P_BARRIER_TIMEOUT_NS),
         )
         with st.stream:
-            a["pctl"].set(ctl)
+            if device_init:
+                # pctl was zeroed in prepare; the lists' length lands in its LEN slot on
+                # the device, and the kernel is launched without a host look at it (with
+                # no active column it ends after one relabel and one empty push).
+                init_timer, init_launches = self._launch_device_init(st)
+            else:
+                a["pctl"].set(ctl)
             timer = EventTimer()
             with timer:
-                if self._n_active:
+                if device_init:
+                    launch_unmatched_lists(
+                        a["mu"][m:], a["lists"][0], a["lists"][1], a["pctl"][_P_LEN : _P_LEN + 1]
+                    )
+                if self._n_active or device_init:
                     # RawKernel's call has no cooperative switch; its compiled Function does.
                     st.kernels["gpr_persistent"].kernel(
                         (st.p_grid,),
@@ -987,12 +1073,14 @@ class GPR(BaseSolver):
             final_list_length=int(out[_P_LEN]),
             local_steps=int(out[_P_LOCAL]),
             early_stops=int(out[_P_STOPS]),
-            kernel_launches=1 if self._n_active else 0,
+            kernel_launches=2 if device_init else (1 if self._n_active else 0),
             graph_launches=0,
             graph_captures=0,
             host_syncs=2,  # the timer's synchronization and the read of the counters
             persistent_blocks=st.p_grid,
         )
+        if device_init:
+            self._finish_device_init(init_timer, init_launches, counters)
         self._counters = counters
         self._t_relabel = int(out[_P_RELABEL_NS]) / 1e9
         abort = int(out[_P_ABORT]) & 0xFFFFFFFF
@@ -1043,12 +1131,17 @@ class GPR(BaseSolver):
         return Matching(row_match=mu[:m].copy(), col_match=mu[m:].copy())
 
     def timings(self) -> dict[str, float]:
-        return {
+        out = {
             "solve": self._t_solve,
             "transfer": self._t_transfer,
             "global_relabel": self._t_relabel,
             "push": self._t_solve - self._t_relabel,
         }
+        if self._state is not None:
+            out["upload"] = self._state.upload_s
+        if self._dinit is not None:
+            out["init"] = self._t_init
+        return out
 
     def counters(self) -> dict[str, int | float]:
         return dict(self._counters)
@@ -1077,7 +1170,7 @@ class GPR(BaseSolver):
         stream = cp.cuda.Stream(non_blocking=True)
         m, n = int(instance.n_rows), int(instance.n_cols)
         with stream:
-            g = DeviceBipartite.upload(instance)
+            g = DeviceBipartite.resident(instance)
             arrays = {
                 "row_ptr": g.row_ptr.astype(dt, copy=False),
                 "row_ind": g.row_ind.astype(dt, copy=False),
@@ -1112,6 +1205,7 @@ class GPR(BaseSolver):
             pinned=pinned,
             events=[cp.cuda.Event() for _ in range(3)],
             max_blocks=max_blocks,
+            upload_s=g.upload_s,
         )
         if self.params["persistent"]:
             st.p_grid = self._persistent_grid(kernels["gpr_persistent"], dev, sms)

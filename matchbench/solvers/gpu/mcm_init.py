@@ -1,0 +1,184 @@
+"""``init=cheap_gpu``: an initial maximal matching built on the device (``kernels/mcm_init.cu``).
+
+The GPU solvers of the MCM family (APFB, APsB, G-PR, and ``mcm_gpu``, which picks among
+them) run it on their own device copy of the graph, so a user who has a graph and wants
+its maximum matching pays no host pass: the matching is built where the solver reads it,
+timed with CUDA events (``t_init_s``), and ``t_e2e_s`` is that plus the solve.
+
+Also here: the two small device reductions around an initial matching that the solvers
+need (:func:`launch_stats` for the ``mcm_gpu`` selector, :func:`launch_unmatched_lists`
+for G-PR's active-column lists), so that no host round trip separates initializer and
+solver.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from matchbench.solvers.base import BaseInitializer
+
+RULES = ("ks", "greedy")
+#: Slots of the initializer's counter array (``kernels/mcm_init.cu``).
+MATCHED, DEFERRED = 0, 1
+
+
+def _module(dtype: Any) -> Any:
+    from matchbench.solvers.gpu.kernels import get_module
+
+    return get_module("mcm_init", ("-DMB_INDEX64",) if np.dtype(dtype) == np.int64 else ())
+
+
+def _grid(n: int, threads: int) -> int:
+    return max(1, min(-(-int(n) // threads), 1 << 20))
+
+
+class CheapGPU(BaseInitializer):
+    """A maximal matching built on the device, for the GPU solvers to start from.
+
+    Parameters
+    ----------
+    rule : {"ks", "greedy"}
+        ``greedy``: every column, in parallel, takes the first free row of its list by a
+        compare-and-swap (the parallel form of the cheap matching). ``ks`` (the default):
+        first one round of Karp-Sipser's degree-1 rule on the input degrees (a column,
+        then a row, of degree 1 takes its only neighbour; some maximum matching contains
+        every such pair), then ``greedy`` for the rest.
+    long_min : int
+        Columns with at least this many entries are matched after the others, a warp per
+        column (``mcm_init_greedy_long``); 0 walks every list with one thread.
+    threads : int
+        Threads per block (a multiple of 32).
+
+    Notes
+    -----
+    Both rules give a maximal matching: a column left unmatched found every row of its
+    list taken, and rows never become free again (``kernels/mcm_init.cu``). Which
+    maximal matching depends on the order in which concurrent compare-and-swaps land,
+    so it can differ from run to run; every solver started from it is certified
+    maximum all the same. Its cardinality is the ``objective_init`` column.
+
+    Why it suits the solvers downstream: Karp-Sipser's pairs are never undone by an
+    augmentation (they belong to a maximum matching), which matters on graphs with many
+    degree-1 vertices (Kronecker graphs); processing hub columns last, by warps, keeps
+    them from taking the only rows of low-degree columns (the "low degree first" order of
+    Duff, Kaya & Ucar, ACM TOMS 38(2), 2011), and leaves fewer, shorter augmenting paths
+    to APFB/APsB's BFS phases and fewer active columns to G-PR's pushes.
+    """
+
+    name: ClassVar[str] = "cheap_gpu"
+    problem: ClassVar[str] = "mcm"
+    device: ClassVar[str] = "gpu"
+    kernel_families: ClassVar[tuple[str, ...]] = ("mcm_init",)
+    defaults: ClassVar[dict[str, Any]] = {"rule": "ks", "long_min": 64, "threads": 256}
+
+    def __init__(self, rule: str = "ks", long_min: int = 64, threads: int = 256) -> None:
+        if rule not in RULES:
+            raise ValueError(f"init rule must be one of {RULES}, got {rule!r}")
+        if isinstance(long_min, bool) or not isinstance(long_min, int | np.integer) or long_min < 0:
+            raise ValueError(f"long_min must be a non-negative integer, got {long_min!r}")
+        if (
+            isinstance(threads, bool)
+            or not isinstance(threads, int | np.integer)
+            or not (32 <= int(threads) <= 1024 and int(threads) % 32 == 0)
+        ):
+            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
+        super().__init__(rule=rule, long_min=int(long_min), threads=int(threads))
+        self._key: tuple[Any, ...] | None = None
+        self._cnt: Any = None
+        self._deferred: Any = None
+        self._kernels: dict[str, Any] = {}
+        self._long_grid = 1
+
+    def attach(self, n_rows: int, n_cols: int, dtype: Any) -> None:
+        """Allocate the counters and the deferred-column queue and load the kernels, for an
+        instance of this shape on the current device; outside any timed region."""
+        import cupy as cp
+
+        dev = cp.cuda.Device()
+        key = (int(n_rows), int(n_cols), np.dtype(dtype).str, dev.id)
+        if key == self._key:
+            return
+        module = _module(dtype)
+        names = ("mcm_init_reset", "mcm_init_ks_cols", "mcm_init_ks_rows", "mcm_init_greedy",
+                 "mcm_init_greedy_long")
+        self._kernels = {k: module.get_function(k) for k in names}
+        self._cnt = cp.zeros(4, dtype=np.uint64)
+        self._deferred = cp.empty(max(int(n_cols), 1), dtype=dtype)
+        sms = int(dev.attributes["MultiProcessorCount"])
+        self._long_grid = sms * max(1, 2048 // self.params["threads"])
+        self._key = key
+        # Load every kernel once (launches with nothing to do), so no timed run loads one.
+        idx = np.int64 if np.dtype(dtype) == np.int64 else np.int32
+        z = idx(0)
+        one = cp.zeros(2, dtype=dtype)
+        k = self._kernels
+        k["mcm_init_reset"]((1,), (32,), (one, one, z, z, self._cnt))
+        k["mcm_init_ks_cols"]((1,), (32,), (one, one, one, one, z, self._cnt))
+        k["mcm_init_ks_rows"]((1,), (32,), (one, one, one, one, z, self._cnt))
+        k["mcm_init_greedy"]((1,), (32,), (one, one, one, one, z, np.int64(0), one, self._cnt))
+        k["mcm_init_greedy_long"]((1,), (32,), (one, one, one, one, one, self._cnt))
+        cp.cuda.get_current_stream().synchronize()
+
+    def launch(
+        self, *, col_ptr: Any, col_ind: Any, row_ptr: Any, row_ind: Any, row_match: Any,
+        col_match: Any,
+    ) -> int:
+        """Queue the initializer on the current stream: reset both mate arrays, then build
+        the matching in them. No host synchronization. Returns the number of launches."""
+        if self._key is None:
+            raise RuntimeError("cheap_gpu: launch() before attach()")
+        nr, nc = int(row_match.shape[0]), int(col_match.shape[0])
+        if (nr, nc) != self._key[:2]:
+            raise ValueError(f"cheap_gpu attached for {self._key[:2]}, launched on {(nr, nc)}")
+        idx = np.int64 if row_match.dtype == np.int64 else np.int32
+        t = self.params["threads"]
+        k, cnt = self._kernels, self._cnt
+        k["mcm_init_reset"]((_grid(max(nr, nc), t),), (t,), (row_match, col_match, idx(nr), idx(nc), cnt))
+        launches = 1
+        if self.params["rule"] == "ks":
+            k["mcm_init_ks_cols"]((_grid(nc, t),), (t,), (col_ptr, col_ind, row_match, col_match, idx(nc), cnt))
+            k["mcm_init_ks_rows"]((_grid(nr, t),), (t,), (row_ptr, row_ind, row_match, col_match, idx(nr), cnt))
+            launches += 2
+        long_min = self.params["long_min"]
+        k["mcm_init_greedy"](
+            (_grid(nc, t),), (t,),
+            (col_ptr, col_ind, row_match, col_match, idx(nc), np.int64(long_min), self._deferred, cnt),
+        )
+        launches += 1
+        if long_min > 0:
+            k["mcm_init_greedy_long"](
+                (self._long_grid,), (t,), (col_ptr, col_ind, row_match, col_match, self._deferred, cnt)
+            )
+            launches += 1
+        return launches
+
+    def cardinality(self) -> int:
+        """Pairs the last launch matched (reads the device: call it after the timed region)."""
+        return int(self._cnt[MATCHED].get())
+
+    def deferred(self) -> int:
+        """Columns the last launch handed to the warp kernel."""
+        return int(self._cnt[DEFERRED].get())
+
+
+def launch_stats(col_ptr: Any, col_match: Any, out: Any, threads: int = 256) -> None:
+    """Queue ``mcm_init_stats``: ``out`` (uint64[3], zeroed here) receives the matched
+    columns, the largest column degree and the columns with an edge."""
+    n = int(col_match.shape[0])
+    idx = np.int64 if col_match.dtype == np.int64 else np.int32
+    out.fill(0)
+    _module(col_match.dtype).get_function("mcm_init_stats")(
+        (_grid(n, threads),), (threads,), (col_ptr, col_match, idx(n), out)
+    )
+
+
+def launch_unmatched_lists(col_match: Any, list0: Any, list1: Any, length: Any, threads: int = 256) -> None:
+    """Queue ``mcm_init_unmatched``: both lists get the unmatched columns, ``length`` (one
+    64-bit slot, zeroed by the caller) their number."""
+    n = int(col_match.shape[0])
+    idx = np.int64 if col_match.dtype == np.int64 else np.int32
+    _module(col_match.dtype).get_function("mcm_init_unmatched")(
+        (_grid(n, threads),), (threads,), (col_match, idx(n), list0, list1, length)
+    )
