@@ -111,8 +111,9 @@ def test_quickstart_crosses_families_and_writes_the_report(tmp_path):
     assert Path(report).is_file() and Path(report).stat().st_size > 10_000
     df = read_results(tmp_path / "runs")
     ok = df[df.status == "ok"]
-    assert set(ok.problem) == {"mcm", "lap"} and ok.verified.all()
-    assert {"hk", "pfp", "pr", "scipy_hk", "scipy_lsa", "lapjv", "hungarian_tree"} <= set(ok.algorithm)
+    assert set(ok.problem) == {"mcm", "lap", "wmatch"} and ok.verified.all()
+    assert {"hk", "pfp", "pr", "scipy_hk", "scipy_lsa", "lapjv", "hungarian_tree", "greedy", "ld",
+            "suitor", "bsuitor", "mwm_exact"} <= set(ok.algorithm)
 
 
 DOCS = ROOT / "docs" / "benchmarks"

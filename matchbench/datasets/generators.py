@@ -105,6 +105,13 @@ def _symmetric_graph(
     return _from_symmetric_csr(a, name=name, family=family, params=params)
 
 
+def unit_square_points(n: int, seed: int) -> np.ndarray:
+    """The ``n`` points of :func:`delaunay` and :func:`rgg`: uniform in the unit square, seeded,
+    numbered by :func:`_strip_order` (shared so that weighted variants can measure edges)."""
+    points = np.random.default_rng(seed).random((n, 2))
+    return points[_strip_order(points)]
+
+
 def _strip_order(points: np.ndarray) -> np.ndarray:
     """Permutation that numbers points by horizontal strip, then by x (ceil(sqrt n) strips)."""
     n = points.shape[0]
@@ -223,9 +230,8 @@ def delaunay(scale: int, seed: int = 1) -> BipartiteGraph:
     from scipy.spatial import Delaunay
 
     n = 1 << scale
-    points = np.random.default_rng(seed).random((n, 2))
     # Sorted input also makes Qhull's incremental insertion faster (better locality).
-    points = points[_strip_order(points)]
+    points = unit_square_points(n, seed)
     indptr, indices = Delaunay(points).vertex_neighbor_vertices
     a = sp.csr_matrix((np.ones(indices.shape[0], dtype=bool), indices, indptr), shape=(n, n))
     a.sum_duplicates()
@@ -261,8 +267,7 @@ def rgg(scale: int, seed: int = 1, radius_factor: float = 0.55) -> BipartiteGrap
 
     n = 1 << scale
     radius = radius_factor * math.sqrt(math.log(n) / n)
-    points = np.random.default_rng(seed).random((n, 2))
-    points = points[_strip_order(points)]
+    points = unit_square_points(n, seed)
     pairs = cKDTree(points).query_pairs(radius, output_type="ndarray")
     params = {"scale": scale, "seed": seed, "radius_factor": radius_factor, "radius": radius}
     return _symmetric_graph(

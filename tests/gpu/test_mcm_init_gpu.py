@@ -1,7 +1,8 @@
 """The device initializer (``init=cheap_gpu``) and the solvers started from it, on the GPU.
 
 The MCM stress treatment: the 200-graph corpus of ``test_apfb_gpu`` (each original and
-RCP-permuted), every rule and hub threshold: the initializer's answer is a valid
+RCP-permuted) and hub graphs, both rules with and without the block-local pass and the
+warp tier: the initializer's answer is a valid
 maximal matching whose size is the counter it reports, and every GPU solver started from
 it (APFB, APsB, G-PR persistent and host loop, mcm_gpu) is certified maximum.
 """
@@ -23,9 +24,12 @@ from matchbench.solvers.gpu.mcm_init import CheapGPU
 pytestmark = pytest.mark.gpu
 
 INITS = [
-    CheapGPU(rule=rule, long_min=long_min)
-    for rule in ("ks", "greedy")
-    for long_min in (0, 4, 64)
+    CheapGPU(),
+    CheapGPU(rule="greedy", local=0, long_min=0),
+    CheapGPU(rule="greedy", local=3, long_min=4),
+    CheapGPU(rule="ks", local=0, long_min=4),
+    CheapGPU(rule="ks", local=7, long_min=0),
+    CheapGPU(rule="greedy", local=32, long_min=64),
 ]
 
 

@@ -989,7 +989,7 @@ class GPR(BaseSolver):
                     length = a["lists_len"]
                     length.fill(0)
                     launch_unmatched_lists(a["mu"][m:], a["lists"][0], a["lists"][1], length)
-                    self._n_active = int(length.get())
+                    self._n_active = int(length.get()[0])
                     a["ctl"][_CTL_LEN] = self._n_active
                     loop = make_loop()
                     stats = loop.solve()

@@ -41,10 +41,18 @@ class CheapGPU(BaseInitializer):
     ----------
     rule : {"ks", "greedy"}
         ``greedy``: every column, in parallel, takes the first free row of its list by a
-        compare-and-swap (the parallel form of the cheap matching). ``ks`` (the default):
-        first one round of Karp-Sipser's degree-1 rule on the input degrees (a column,
-        then a row, of degree 1 takes its only neighbour; some maximum matching contains
-        every such pair), then ``greedy`` for the rest.
+        compare-and-swap (the parallel form of the cheap matching), after the block-local
+        pass (``local``). ``ks`` (the default): first one round of Karp-Sipser's degree-1
+        rule on the input degrees (a column, then a row, of degree 1 takes its only
+        neighbour; some maximum matching contains every such pair), then as ``greedy``.
+    local : int
+        Before the parallel greedy: thread t runs the sequential cheap matching on the
+        columns and rows of the index range [t * local, (t + 1) * local), each column
+        taking its first free row inside the range (``mcm_init_local``); 0 skips it. On
+        graphs numbered along their geometry this keeps the sequential matching's
+        pairing of consecutive vertices, which the parallel greedy alone breaks (it shifts
+        strips by one, leaving few but very long augmenting paths); on randomly numbered
+        graphs a range holds almost no edges.
     long_min : int
         Columns with at least this many entries are matched after the others, a warp per
         column (``mcm_init_greedy_long``); 0 walks every list with one thread.
@@ -71,20 +79,23 @@ class CheapGPU(BaseInitializer):
     problem: ClassVar[str] = "mcm"
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("mcm_init",)
-    defaults: ClassVar[dict[str, Any]] = {"rule": "ks", "long_min": 64, "threads": 256}
+    defaults: ClassVar[dict[str, Any]] = {"rule": "ks", "local": 32, "long_min": 64, "threads": 256}
 
-    def __init__(self, rule: str = "ks", long_min: int = 64, threads: int = 256) -> None:
+    def __init__(
+        self, rule: str = "ks", local: int = 32, long_min: int = 64, threads: int = 256
+    ) -> None:
         if rule not in RULES:
             raise ValueError(f"init rule must be one of {RULES}, got {rule!r}")
-        if isinstance(long_min, bool) or not isinstance(long_min, int | np.integer) or long_min < 0:
-            raise ValueError(f"long_min must be a non-negative integer, got {long_min!r}")
+        for key, value in (("local", local), ("long_min", long_min)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+                raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
         if (
             isinstance(threads, bool)
             or not isinstance(threads, int | np.integer)
             or not (32 <= int(threads) <= 1024 and int(threads) % 32 == 0)
         ):
             raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
-        super().__init__(rule=rule, long_min=int(long_min), threads=int(threads))
+        super().__init__(rule=rule, local=int(local), long_min=int(long_min), threads=int(threads))
         self._key: tuple[Any, ...] | None = None
         self._cnt: Any = None
         self._deferred: Any = None
@@ -101,8 +112,8 @@ class CheapGPU(BaseInitializer):
         if key == self._key:
             return
         module = _module(dtype)
-        names = ("mcm_init_reset", "mcm_init_ks_cols", "mcm_init_ks_rows", "mcm_init_greedy",
-                 "mcm_init_greedy_long")
+        names = ("mcm_init_reset", "mcm_init_ks_cols", "mcm_init_ks_rows", "mcm_init_local",
+                 "mcm_init_greedy", "mcm_init_greedy_long")
         self._kernels = {k: module.get_function(k) for k in names}
         self._cnt = cp.zeros(4, dtype=np.uint64)
         self._deferred = cp.empty(max(int(n_cols), 1), dtype=dtype)
@@ -117,6 +128,7 @@ class CheapGPU(BaseInitializer):
         k["mcm_init_reset"]((1,), (32,), (one, one, z, z, self._cnt))
         k["mcm_init_ks_cols"]((1,), (32,), (one, one, one, one, z, self._cnt))
         k["mcm_init_ks_rows"]((1,), (32,), (one, one, one, one, z, self._cnt))
+        k["mcm_init_local"]((1,), (32,), (one, one, one, one, z, z, np.int64(1), np.int64(0), self._cnt))
         k["mcm_init_greedy"]((1,), (32,), (one, one, one, one, z, np.int64(0), one, self._cnt))
         k["mcm_init_greedy_long"]((1,), (32,), (one, one, one, one, one, self._cnt))
         cp.cuda.get_current_stream().synchronize()
@@ -141,7 +153,15 @@ class CheapGPU(BaseInitializer):
             k["mcm_init_ks_cols"]((_grid(nc, t),), (t,), (col_ptr, col_ind, row_match, col_match, idx(nc), cnt))
             k["mcm_init_ks_rows"]((_grid(nr, t),), (t,), (row_ptr, row_ind, row_match, col_match, idx(nr), cnt))
             launches += 2
-        long_min = self.params["long_min"]
+        long_min, local = self.params["long_min"], self.params["local"]
+        if local > 0:
+            n_chunks = -(-max(nr, nc) // local)
+            k["mcm_init_local"](
+                (_grid(n_chunks, t),), (t,),
+                (col_ptr, col_ind, row_match, col_match, idx(nr), idx(nc), np.int64(local),
+                 np.int64(long_min), cnt),
+            )
+            launches += 1
         k["mcm_init_greedy"](
             (_grid(nc, t),), (t,),
             (col_ptr, col_ind, row_match, col_match, idx(nc), np.int64(long_min), self._deferred, cnt),
