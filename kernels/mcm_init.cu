@@ -17,6 +17,12 @@
 #define MCM_INIT_MATCHED 0
 #define MCM_INIT_DEFERRED 1
 #define MCM_INIT_FULL 0xffffffffu
+// "No proposal" in prop[] of the proposal rounds: larger than every column index.
+#ifdef MB_INDEX64
+#define MCM_INIT_NONE 0x7fffffffffffffffLL
+#else
+#define MCM_INIT_NONE 0x7fffffff
+#endif
 
 // Adds the calling lanes' hits to *count with one atomic per warp (a kernel over millions
 // of columns would otherwise serialize on one address).
@@ -27,14 +33,18 @@ __device__ __forceinline__ void mcm_init_tally(unsigned long long* count, bool h
   if (hits && lane == __ffs(active) - 1) atomicAdd(count, (unsigned long long)__popc(hits));
 }
 
-// rmatch = cmatch = -1 and the counters zeroed, in one launch.
+// rmatch = cmatch = -1, no proposals, the counters zeroed, in one launch.
 extern "C" __global__ void mcm_init_reset(mb_index* __restrict__ rmatch,
-                                          mb_index* __restrict__ cmatch, mb_index nr,
+                                          mb_index* __restrict__ cmatch,
+                                          mb_index* __restrict__ prop, mb_index nr,
                                           mb_index nc, unsigned long long* cnt) {
   if (blockIdx.x == 0 && threadIdx.x < 4) cnt[threadIdx.x] = 0;
   const long long n = nr > nc ? (long long)nr : (long long)nc;
   MB_GRID_STRIDE(i, n) {
-    if (i < nr) rmatch[i] = -1;
+    if (i < nr) {
+      rmatch[i] = -1;
+      prop[i] = MCM_INIT_NONE;
+    }
     if (i < nc) cmatch[i] = -1;
   }
 }
@@ -127,6 +137,55 @@ extern "C" __global__ void mcm_init_local(const mb_index* __restrict__ col_ptr,
       }
     }
     if (made) atomicAdd(&cnt[MCM_INIT_MATCHED], made);
+  }
+}
+
+// Proposal rounds (Luby-style, resolved by priority): every unmatched column (fewer than
+// long_min entries) proposes to the first free row of its list, atomicMin on prop[row]
+// keeps the lowest-numbered proposer, and mcm_init_accept matches each row with it. A
+// round makes the choice the sequential cheap matching makes wherever the lower-numbered
+// columns' choices are already settled, and conflicts go to the lower number as they do
+// there, instead of to whichever compare-and-swap lands first; the few rounds run before
+// the parallel greedy (which then guarantees maximality). want[c] remembers the row c
+// proposed to; prop[] is all MCM_INIT_NONE between rounds: each proposed row has
+// one winner, who resets it.
+extern "C" __global__ void mcm_init_propose(const mb_index* __restrict__ col_ptr,
+                                            const mb_index* __restrict__ col_ind,
+                                            const mb_index* __restrict__ rmatch,
+                                            const mb_index* __restrict__ cmatch,
+                                            mb_index* prop, mb_index* want, mb_index nc,
+                                            long long long_min) {
+  MB_GRID_STRIDE(c, nc) {
+    mb_index target = -1;
+    if (cmatch[c] == -1) {
+      const mb_index b = col_ptr[c], e = col_ptr[c + 1];
+      if (long_min <= 0 || (long long)(e - b) < long_min) {
+        for (mb_index p = b; p < e; ++p) {
+          const mb_index r = col_ind[p];
+          if (rmatch[r] == -1) {
+            target = r;
+            break;
+          }
+        }
+      }
+    }
+    want[c] = target;
+    if (target != -1) atomicMin(&prop[target], (mb_index)c);
+  }
+}
+
+extern "C" __global__ void mcm_init_accept(mb_index* rmatch, mb_index* cmatch, mb_index* prop,
+                                           const mb_index* __restrict__ want, mb_index nc,
+                                           unsigned long long* cnt) {
+  MB_GRID_STRIDE(c, nc) {
+    const mb_index r = want[c];
+    const bool won = r != -1 && prop[r] == (mb_index)c;
+    if (won) {
+      rmatch[r] = (mb_index)c;
+      cmatch[c] = r;
+      prop[r] = MCM_INIT_NONE;
+    }
+    mcm_init_tally(&cnt[MCM_INIT_MATCHED], won);
   }
 }
 

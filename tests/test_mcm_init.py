@@ -21,7 +21,7 @@ from matchbench.solvers.gpu.mcm_auto import MCMAuto, choose
 from matchbench.solvers.gpu.mcm_init import CheapGPU
 
 CHEAP_CPU = {"_target_": "matchbench.solvers.cpu.cheap.CheapCPU"}
-CHEAP_GPU = {"_target_": "matchbench.solvers.gpu.mcm_init.CheapGPU", "rule": "ks", "local": 32, "long_min": 64, "threads": 256}
+CHEAP_GPU = {"_target_": "matchbench.solvers.gpu.mcm_init.CheapGPU", "rule": "ks", "local": 32, "rounds": 8, "long_min": 64, "threads": 256}
 SMOKE = {"_target_": "matchbench.datasets.smoke", "name": "grid2d_6", "rcp": False}
 LAP = {"_target_": "matchbench.datasets.lap.uniform", "n": 8, "seed": 1, "rcp": False}
 

@@ -25,11 +25,11 @@ pytestmark = pytest.mark.gpu
 
 INITS = [
     CheapGPU(),
-    CheapGPU(rule="greedy", local=0, long_min=0),
-    CheapGPU(rule="greedy", local=3, long_min=4),
-    CheapGPU(rule="ks", local=0, long_min=4),
-    CheapGPU(rule="ks", local=7, long_min=0),
-    CheapGPU(rule="greedy", local=32, long_min=64),
+    CheapGPU(rule="greedy", local=0, rounds=0, long_min=0),
+    CheapGPU(rule="greedy", local=3, rounds=2, long_min=4),
+    CheapGPU(rule="ks", local=0, rounds=8, long_min=4),
+    CheapGPU(rule="ks", local=7, rounds=0, long_min=0),
+    CheapGPU(rule="greedy", local=32, rounds=1, long_min=64),
 ]
 
 

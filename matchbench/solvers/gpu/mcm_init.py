@@ -53,6 +53,11 @@ class CheapGPU(BaseInitializer):
         pairing of consecutive vertices, which the parallel greedy alone breaks (it shifts
         strips by one, leaving few but very long augmenting paths); on randomly numbered
         graphs a range holds almost no edges.
+    rounds : int
+        Then this many proposal rounds (``mcm_init_propose``/``mcm_init_accept``): every
+        unmatched column proposes to the first free row of its list and each row takes
+        its lowest-numbered proposer, the choice the sequential cheap matching makes; 0
+        skips them. The parallel greedy after them makes the matching maximal.
     long_min : int
         Columns with at least this many entries are matched after the others, a warp per
         column (``mcm_init_greedy_long``); 0 walks every list with one thread.
@@ -79,14 +84,17 @@ class CheapGPU(BaseInitializer):
     problem: ClassVar[str] = "mcm"
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("mcm_init",)
-    defaults: ClassVar[dict[str, Any]] = {"rule": "ks", "local": 32, "long_min": 64, "threads": 256}
+    defaults: ClassVar[dict[str, Any]] = {
+        "rule": "ks", "local": 32, "rounds": 8, "long_min": 64, "threads": 256,
+    }
 
     def __init__(
-        self, rule: str = "ks", local: int = 32, long_min: int = 64, threads: int = 256
+        self, rule: str = "ks", local: int = 32, rounds: int = 8, long_min: int = 64,
+        threads: int = 256,
     ) -> None:
         if rule not in RULES:
             raise ValueError(f"init rule must be one of {RULES}, got {rule!r}")
-        for key, value in (("local", local), ("long_min", long_min)):
+        for key, value in (("local", local), ("rounds", rounds), ("long_min", long_min)):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
                 raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
         if (
@@ -95,7 +103,10 @@ class CheapGPU(BaseInitializer):
             or not (32 <= int(threads) <= 1024 and int(threads) % 32 == 0)
         ):
             raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
-        super().__init__(rule=rule, local=int(local), long_min=int(long_min), threads=int(threads))
+        super().__init__(
+            rule=rule, local=int(local), rounds=int(rounds), long_min=int(long_min),
+            threads=int(threads),
+        )
         self._key: tuple[Any, ...] | None = None
         self._cnt: Any = None
         self._deferred: Any = None
@@ -113,10 +124,13 @@ class CheapGPU(BaseInitializer):
             return
         module = _module(dtype)
         names = ("mcm_init_reset", "mcm_init_ks_cols", "mcm_init_ks_rows", "mcm_init_local",
-                 "mcm_init_greedy", "mcm_init_greedy_long")
+                 "mcm_init_propose", "mcm_init_accept", "mcm_init_greedy",
+                 "mcm_init_greedy_long")
         self._kernels = {k: module.get_function(k) for k in names}
         self._cnt = cp.zeros(4, dtype=np.uint64)
         self._deferred = cp.empty(max(int(n_cols), 1), dtype=dtype)
+        self._want = cp.empty(max(int(n_cols), 1), dtype=dtype)
+        self._prop = cp.empty(max(int(n_rows), 1), dtype=dtype)
         sms = int(dev.attributes["MultiProcessorCount"])
         self._long_grid = sms * max(1, 2048 // self.params["threads"])
         self._key = key
@@ -125,10 +139,12 @@ class CheapGPU(BaseInitializer):
         z = idx(0)
         one = cp.zeros(2, dtype=dtype)
         k = self._kernels
-        k["mcm_init_reset"]((1,), (32,), (one, one, z, z, self._cnt))
+        k["mcm_init_reset"]((1,), (32,), (one, one, one, z, z, self._cnt))
         k["mcm_init_ks_cols"]((1,), (32,), (one, one, one, one, z, self._cnt))
         k["mcm_init_ks_rows"]((1,), (32,), (one, one, one, one, z, self._cnt))
         k["mcm_init_local"]((1,), (32,), (one, one, one, one, z, z, np.int64(1), np.int64(0), self._cnt))
+        k["mcm_init_propose"]((1,), (32,), (one, one, one, one, one, one, z, np.int64(0)))
+        k["mcm_init_accept"]((1,), (32,), (one, one, one, one, z, self._cnt))
         k["mcm_init_greedy"]((1,), (32,), (one, one, one, one, z, np.int64(0), one, self._cnt))
         k["mcm_init_greedy_long"]((1,), (32,), (one, one, one, one, one, self._cnt))
         cp.cuda.get_current_stream().synchronize()
@@ -147,7 +163,9 @@ class CheapGPU(BaseInitializer):
         idx = np.int64 if row_match.dtype == np.int64 else np.int32
         t = self.params["threads"]
         k, cnt = self._kernels, self._cnt
-        k["mcm_init_reset"]((_grid(max(nr, nc), t),), (t,), (row_match, col_match, idx(nr), idx(nc), cnt))
+        k["mcm_init_reset"](
+            (_grid(max(nr, nc), t),), (t,), (row_match, col_match, self._prop, idx(nr), idx(nc), cnt)
+        )
         launches = 1
         if self.params["rule"] == "ks":
             k["mcm_init_ks_cols"]((_grid(nc, t),), (t,), (col_ptr, col_ind, row_match, col_match, idx(nc), cnt))
@@ -162,6 +180,16 @@ class CheapGPU(BaseInitializer):
                  np.int64(long_min), cnt),
             )
             launches += 1
+        for _ in range(self.params["rounds"]):
+            k["mcm_init_propose"](
+                (_grid(nc, t),), (t,),
+                (col_ptr, col_ind, row_match, col_match, self._prop, self._want, idx(nc),
+                 np.int64(long_min)),
+            )
+            k["mcm_init_accept"](
+                (_grid(nc, t),), (t,), (row_match, col_match, self._prop, self._want, idx(nc), cnt)
+            )
+            launches += 2
         k["mcm_init_greedy"](
             (_grid(nc, t),), (t,),
             (col_ptr, col_ind, row_match, col_match, idx(nc), np.int64(long_min), self._deferred, cnt),
