@@ -273,25 +273,39 @@ extern "C" __global__ void mcm_init_greedy_long(const mb_index* __restrict__ col
 }
 
 // Graph statistics for the `mcm_gpu` selector, with the matching's size: out[0] +=
-// matched columns, out[1] = max column degree, out[2] += columns with an edge. One
-// atomic per warp and quantity.
+// matched columns, out[1] = max column degree, out[2] += columns with an edge, out[3] +=
+// columns with a row numbered within `near` of their own number among their first
+// `near` entries (graphs numbered along their geometry have nearly all columns so; a
+// random numbering almost none). One atomic per warp and quantity.
 extern "C" __global__ void mcm_init_stats(const mb_index* __restrict__ col_ptr,
+                                          const mb_index* __restrict__ col_ind,
                                           const mb_index* __restrict__ cmatch, mb_index nc,
-                                          unsigned long long* out) {
-  unsigned matched = 0, nonempty = 0, max_deg = 0;
+                                          long long near, unsigned long long* out) {
+  unsigned matched = 0, nonempty = 0, max_deg = 0, close = 0;
   MB_GRID_STRIDE(c, nc) {
-    const long long d = (long long)(col_ptr[c + 1] - col_ptr[c]);
+    const mb_index b = col_ptr[c];
+    const long long d = (long long)(col_ptr[c + 1] - b);
     matched += cmatch[c] != -1;
     nonempty += d > 0;
     max_deg = max(max_deg, (unsigned)min(d, 0xffffffffll));
+    const long long k = d < near ? d : near;
+    for (long long p = 0; p < k; ++p) {
+      const long long gap = (long long)col_ind[b + p] - c;
+      if (gap <= near && gap >= -near) {
+        ++close;
+        break;
+      }
+    }
   }
   matched = __reduce_add_sync(MCM_INIT_FULL, matched);
   nonempty = __reduce_add_sync(MCM_INIT_FULL, nonempty);
   max_deg = __reduce_max_sync(MCM_INIT_FULL, max_deg);
+  close = __reduce_add_sync(MCM_INIT_FULL, close);
   if ((threadIdx.x & 31) == 0) {
     if (matched) atomicAdd(&out[0], (unsigned long long)matched);
     if (max_deg) atomicMax(&out[1], (unsigned long long)max_deg);
     if (nonempty) atomicAdd(&out[2], (unsigned long long)nonempty);
+    if (close) atomicAdd(&out[3], (unsigned long long)close);
   }
 }
 

@@ -198,23 +198,25 @@ def test_compare_keys_on_init():
 # -- mcm_gpu --------------------------------------------------------------------------
 
 
-def test_rule_reads_skew_then_deficiency():
-    kw = dict(skew_min=20, deficiency_max=0.02, skewed="gpr", low="apsb", high="apfb")
+def test_rule_reads_skew_then_order_then_deficiency():
+    kw = dict(skew_min=20, ordered_min=0.5, deficiency_max=0.075, skewed="gpr", low="apsb", high="apfb")
     # Kronecker-like: a hub 100x the mean degree
-    assert choose(max_degree=5000, n_edges=50 * 10**5, nonempty=10**5, matched=10, **kw)[0] == "gpr"
-    # mesh in natural order: 1% unmatched
-    name, stats = choose(max_degree=15, n_edges=6 * 10**6, nonempty=10**6, matched=990_000, **kw)
-    assert name == "apsb" and stats["deficiency"] == pytest.approx(0.01)
-    # permuted mesh: 8% unmatched
-    assert choose(max_degree=15, n_edges=6 * 10**6, nonempty=10**6, matched=920_000, **kw)[0] == "apfb"
+    assert choose(max_degree=5000, n_edges=50 * 10**5, nonempty=10**5, matched=10, near=0, **kw)[0] == "gpr"
+    # mesh in natural order, 6% unmatched
+    name, stats = choose(max_degree=15, n_edges=6 * 10**6, nonempty=10**6, matched=940_000, near=990_000, **kw)
+    assert name == "apsb" and stats["deficiency"] == pytest.approx(0.06) and stats["ordered"] == pytest.approx(0.99)
+    # road-like, ordered but 9% unmatched
+    assert choose(max_degree=6, n_edges=3 * 10**6, nonempty=10**6, matched=910_000, near=880_000, **kw)[0] == "apfb"
+    # permuted mesh
+    assert choose(max_degree=15, n_edges=6 * 10**6, nonempty=10**6, matched=990_000, near=100, **kw)[0] == "apfb"
     # no edges at all
-    assert choose(max_degree=0, n_edges=0, nonempty=0, matched=0, **kw)[0] == "apsb"
+    assert choose(max_degree=0, n_edges=0, nonempty=0, matched=0, near=0, **kw)[0] == "apfb"
 
 
 @pytest.mark.parametrize(
     "kwargs, match",
     [({"skewed": "hk"}, "skewed"), ({"high": "gpr2"}, "high"), ({"skew_min": -1}, "skew_min"),
-     ({"deficiency_max": float("nan")}, "deficiency_max")],
+     ({"deficiency_max": float("nan")}, "deficiency_max"), ({"ordered_min": -0.1}, "ordered_min")],
 )
 def test_selector_rejects_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -225,5 +227,5 @@ def test_selector_yaml_and_variant():
     import yaml
 
     obj = instantiate(yaml.safe_load(open("conf/algorithm/mcm_gpu.yaml")))
-    assert obj.name == "mcm_gpu" and obj.device_init and obj._names() == ["apfb", "gpr"]
+    assert obj.name == "mcm_gpu" and obj.device_init and obj._names() == ["apfb", "apsb", "gpr"]
     assert "skew_min=" in obj.variant()

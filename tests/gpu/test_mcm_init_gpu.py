@@ -176,10 +176,11 @@ def test_selector_records_its_choice_and_statistics():
         s.run()
         assert MCM().verify(g, s.result()).verified
         c = s.counters()
-        assert c["choice"] in ("gpr", "apfb", "apsb") and c["skew"] > 0
+        assert c["choice"] in ("gpr", "apfb", "apsb") and c["skew"] > 0 and 0 <= c["ordered"] <= 1
         assert c["matched_before"] == c["init_objective"]
         picks[g.name] = (c["choice"], c["skew"])
     assert picks[kron.name][1] > picks[mesh.name][1]
+    assert picks[kron.name][0] == "gpr" and picks[mesh.name][0] == "apfb"  # skewed; permuted
 
 
 def test_pipeline_rows_carry_the_device_init(tmp_path):

@@ -29,7 +29,9 @@ def choose(
     n_edges: int,
     nonempty: int,
     matched: int,
+    near: int,
     skew_min: float,
+    ordered_min: float,
     deficiency_max: float,
     skewed: str,
     low: str,
@@ -38,24 +40,33 @@ def choose(
     """The rule of :class:`MCMAuto`: the solver's name and the statistics it looked at.
 
     ``skew`` is the largest column degree over the mean degree of the columns that have an
-    edge; ``deficiency`` the share of those columns the initial matching left unmatched.
-    A skewed graph (``skew >= skew_min``: scale-free, Kronecker) goes to ``skewed``; the
-    others to ``low`` when the deficiency is at most ``deficiency_max``, else ``high``.
+    edge; ``ordered`` the share of those columns with a row numbered close to their own
+    (``mcm_init_stats``: a graph numbered along its geometry); ``deficiency`` the share of
+    them the initial matching left unmatched. A skewed graph (``skew >= skew_min``:
+    scale-free, Kronecker) goes to ``skewed``; an ordered one (``ordered >= ordered_min``)
+    whose deficiency is at most ``deficiency_max`` to ``low``; every other to ``high``.
 
-    >>> choose(max_degree=5000, n_edges=10**7, nonempty=10**5, matched=4 * 10**4,
-    ...        skew_min=20, deficiency_max=0.02, skewed="gpr", low="gpr", high="apfb")[0]
+    >>> kw = dict(skew_min=20, ordered_min=0.5, deficiency_max=0.075, skewed="gpr",
+    ...           low="apsb", high="apfb")
+    >>> choose(max_degree=5000, n_edges=10**7, nonempty=10**5, matched=4 * 10**4, near=0, **kw)[0]
     'gpr'
-    >>> choose(max_degree=12, n_edges=6 * 10**6, nonempty=10**6, matched=9 * 10**5,
-    ...        skew_min=20, deficiency_max=0.02, skewed="gpr", low="gpr", high="apfb")[0]
+    >>> choose(max_degree=12, n_edges=6 * 10**6, nonempty=10**6, matched=94 * 10**4,
+    ...        near=10**6, **kw)[0]
+    'apsb'
+    >>> choose(max_degree=12, n_edges=6 * 10**6, nonempty=10**6, matched=94 * 10**4,
+    ...        near=10, **kw)[0]
     'apfb'
     """
     mean = n_edges / nonempty if nonempty else 0.0
     skew = max_degree / mean if mean else 0.0
+    ordered = near / nonempty if nonempty else 0.0
     deficiency = (nonempty - matched) / nonempty if nonempty else 0.0
-    stats = {"skew": skew, "deficiency": deficiency}
+    stats = {"skew": skew, "ordered": ordered, "deficiency": deficiency}
     if skew >= skew_min:
         return skewed, stats
-    return (low if deficiency <= deficiency_max else high), stats
+    if ordered >= ordered_min and deficiency <= deficiency_max:
+        return low, stats
+    return high, stats
 
 
 class _HandOver:
@@ -88,21 +99,28 @@ class MCMAuto(BaseSolver):
     skew_min : float
         Graphs whose largest column degree is at least this many times the mean are
         "skewed" (scale-free).
+    ordered_min : float
+        Graphs where at least this share of the non-empty columns has a row numbered
+        within 32 of its own (among its first 32 entries) are "ordered": numbered along
+        their geometry, as meshes in their natural order are.
     deficiency_max : float
-        On graphs that are not skewed: the largest share of unmatched non-empty columns
-        after the initializer for which ``low`` is picked (else ``high``).
+        On ordered graphs: the largest share of unmatched non-empty columns after the
+        initializer for which ``low`` is picked.
     skewed, low, high : {"gpr", "apfb", "apsb"}
-        The solver for each case, with its defaults (``conf/algorithm/<name>.yaml``).
+        The solver for skewed graphs, for ordered ones with a small deficiency, and for
+        all others, each with its defaults (``conf/algorithm/<name>.yaml``).
 
     Notes
     -----
-    The statistics cost one kernel over the column pointers and mates
-    (``mcm_init_stats``) and one host read; the hand-over one device-to-device copy of
-    the mate arrays. Measured on the instances the rule was fitted on (see
-    ``docs/benchmarks/mcm_e2e.md``): G-PR wins on Kronecker graphs and on meshes in their
-    natural order, whose initial matching is nearly maximum; APFB wins on randomly
-    permuted meshes, whose initial matching leaves several per cent of the columns to
-    augment along long paths.
+    The statistics cost one kernel over the column pointers, the first entries of each
+    list and the mates (``mcm_init_stats``) and one host read; the hand-over one
+    device-to-device copy of the mate arrays. Measured on the held-back instances the
+    rule was fitted on (experiment ``mcm_auto_train``, ``docs/benchmarks/mcm_e2e.md``),
+    from ``cheap_gpu``: G-PR wins on the Kronecker graphs (skew 477-741; every other
+    instance below 5); APsB on the meshes in their natural order (ordered share near 1)
+    whose initial matching leaves at most 6% of the columns unmatched, where the
+    remaining augmenting paths are short and local; APFB on the randomly permuted meshes
+    (ordered share near 0) and on the road-like graphs (9-11% unmatched, ordered or not).
     """
 
     name: ClassVar[str] = "mcm_gpu"
@@ -114,20 +132,23 @@ class MCMAuto(BaseSolver):
     def __init__(
         self,
         skew_min: float = 20.0,
-        deficiency_max: float = 0.02,
+        ordered_min: float = 0.5,
+        deficiency_max: float = 0.075,
         skewed: str = "gpr",
-        low: str = "gpr",
+        low: str = "apsb",
         high: str = "apfb",
     ) -> None:
         for key, value in (("skewed", skewed), ("low", low), ("high", high)):
             if value not in CANDIDATES:
                 raise ValueError(f"{key} must be one of {CANDIDATES}, got {value!r}")
-        for key, value in (("skew_min", skew_min), ("deficiency_max", deficiency_max)):
+        for key, value in (
+            ("skew_min", skew_min), ("ordered_min", ordered_min), ("deficiency_max", deficiency_max)
+        ):
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{key} must be a non-negative number, got {value!r}")
         super().__init__(
-            skew_min=float(skew_min), deficiency_max=float(deficiency_max),
-            skewed=skewed, low=low, high=high,
+            skew_min=float(skew_min), ordered_min=float(ordered_min),
+            deficiency_max=float(deficiency_max), skewed=skewed, low=low, high=high,
         )
         self._subs: dict[str, Any] = {}
         self._instance: Any = None
@@ -170,7 +191,7 @@ class MCMAuto(BaseSolver):
             graph = DeviceBipartite.resident(instance)
             self._rm = cp.full(int(instance.n_rows), -1, dtype=dt)
             self._cm = cp.full(int(instance.n_cols), -1, dtype=dt)
-            self._stats = cp.zeros(3, dtype=np.uint64)
+            self._stats = cp.zeros(4, dtype=np.uint64)
             self._hand = _HandOver(self._rm, self._cm)
             self._subs = {name: self._make(name) for name in self._names()}
             self._graph, self._instance = graph, instance
@@ -204,12 +225,13 @@ class MCMAuto(BaseSolver):
         timer, select = EventTimer(), EventTimer()
         with timer:
             with select:
-                launch_stats(g.col_ptr, self._cm, self._stats)
-                matched, max_degree, nonempty = (int(x) for x in self._stats.get())
+                launch_stats(g.col_ptr, g.col_ind, self._cm, self._stats)
+                matched, max_degree, nonempty, near = (int(x) for x in self._stats.get())
                 p = self.params
                 chosen, stats = choose(
                     max_degree=max_degree, n_edges=int(g.n_edges), nonempty=nonempty,
-                    matched=matched, skew_min=p["skew_min"], deficiency_max=p["deficiency_max"],
+                    matched=matched, near=near, skew_min=p["skew_min"],
+                    ordered_min=p["ordered_min"], deficiency_max=p["deficiency_max"],
                     skewed=p["skewed"], low=p["low"], high=p["high"],
                 )
             self._hand.matched = matched
@@ -228,7 +250,8 @@ class MCMAuto(BaseSolver):
             self._t["init"] = init_timer.seconds
         counters = {k: v for k, v in sub.counters().items() if not k.startswith("init_")}
         counters.update(
-            choice=chosen, skew=stats["skew"], deficiency=stats["deficiency"],
+            choice=chosen, skew=stats["skew"], ordered=stats["ordered"],
+            deficiency=stats["deficiency"],
             max_degree=max_degree, nonempty_cols=nonempty, matched_before=matched,
             host_syncs=int(counters.get("host_syncs", 0)) + 1,
             kernel_launches=int(counters.get("kernel_launches", 0)) + 1 + 2,

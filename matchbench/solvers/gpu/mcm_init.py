@@ -211,14 +211,16 @@ class CheapGPU(BaseInitializer):
         return int(self._cnt[DEFERRED].get())
 
 
-def launch_stats(col_ptr: Any, col_match: Any, out: Any, threads: int = 256) -> None:
-    """Queue ``mcm_init_stats``: ``out`` (uint64[3], zeroed here) receives the matched
-    columns, the largest column degree and the columns with an edge."""
+def launch_stats(col_ptr: Any, col_ind: Any, col_match: Any, out: Any, near: int = 32,
+                 threads: int = 256) -> None:
+    """Queue ``mcm_init_stats``: ``out`` (uint64[4], zeroed here) receives the matched
+    columns, the largest column degree, the columns with an edge, and the columns with a
+    row numbered within ``near`` of their own among their first ``near`` entries."""
     n = int(col_match.shape[0])
     idx = np.int64 if col_match.dtype == np.int64 else np.int32
     out.fill(0)
     _module(col_match.dtype).get_function("mcm_init_stats")(
-        (_grid(n, threads),), (threads,), (col_ptr, col_match, idx(n), out)
+        (_grid(n, threads),), (threads,), (col_ptr, col_ind, col_match, idx(n), np.int64(near), out)
     )
 
 
