@@ -201,3 +201,21 @@ def test_pipeline_rows_carry_the_device_init(tmp_path):
         assert r["init"] == "cheap_gpu(rule=greedy)" and r["verified"]
         assert r["t_init_s"] > 0 and r["t_e2e_s"] == pytest.approx(r["t_init_s"] + r["t_solve_s"])
         assert r["objective_init"] > 0 and r["t_upload_s"] > 0
+
+
+def test_a_matching_already_on_the_device_is_taken_as_it_is():
+    import cupy as cp
+
+    from matchbench.solvers.gpu.mcm_init import DeviceMatching
+
+    g = _make_graph(3).permuted(seed=1)
+    start = cheap_matching(g)
+    for make in (APFB, APsB, GPR, MCMAuto):
+        dm = DeviceMatching(cp.asarray(start.row_match), cp.asarray(start.col_match))
+        solver = make()
+        solver.prepare(g, dm)
+        solver.run()
+        assert MCM().verify(g, solver.result()).verified
+        assert solver.counters()["init_objective"] == start.cardinality
+    with pytest.raises(ValueError, match="shapes"):
+        GPR().prepare(g, DeviceMatching(cp.zeros(1, dtype=g.col_ind.dtype), cp.zeros(1, dtype=g.col_ind.dtype)))

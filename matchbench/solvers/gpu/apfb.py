@@ -215,16 +215,9 @@ class _AugmentingPathsGPU(BaseSolver):
     # -- contract -------------------------------------------------------------------
 
     def skip(self, instance: Any) -> tuple[bool, str | None]:
-        try:
-            import cupy as cp
+        from matchbench.solvers.gpu.common import device_memory_skip
 
-            free, _total = cp.cuda.runtime.memGetInfo()
-        except Exception as exc:  # no CuPy, no driver or no device
-            return True, f"no usable CUDA device: {exc}"
-        need = self.estimate_bytes(instance)
-        if need > free:
-            return True, f"needs about {need} bytes of GPU memory, {free} free"
-        return False, None
+        return device_memory_skip(lambda: self.estimate_bytes(instance))
 
     def estimate_bytes(self, instance: Any) -> int:
         """Device bytes this solver allocates for ``instance`` (both CSRs + O(n) arrays)."""

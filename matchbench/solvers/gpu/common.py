@@ -128,6 +128,23 @@ class Counters:
         return {"kernel_launches": self.kernel_launches, "host_syncs": self.host_syncs}
 
 
+def device_memory_skip(need_bytes) -> tuple[bool, str | None]:
+    """A GPU solver's ``skip``: no usable device, or less free memory than it needs.
+
+    ``need_bytes`` is a callable returning the estimate (called only when a device is).
+    """
+    try:
+        import cupy as cp
+
+        free, _total = cp.cuda.runtime.memGetInfo()
+    except Exception as exc:  # no CuPy, no driver or no device
+        return True, f"no usable CUDA device: {exc}"
+    need = int(need_bytes())
+    if need > free:
+        return True, f"needs about {need} bytes of GPU memory, {free} free"
+    return False, None
+
+
 def device_info() -> dict[str, Any]:
     """GPU model, driver and runtime versions of the current device (provenance columns)."""
     import cupy as cp

@@ -848,16 +848,9 @@ class GPR(BaseSolver):
     # -- contract -------------------------------------------------------------------
 
     def skip(self, instance: Any) -> tuple[bool, str | None]:
-        try:
-            import cupy as cp
+        from matchbench.solvers.gpu.common import device_memory_skip
 
-            free, _total = cp.cuda.runtime.memGetInfo()
-        except Exception as exc:  # no CuPy, no driver or no device
-            return True, f"no usable CUDA device: {exc}"
-        need = self.estimate_bytes(instance)
-        if need > free:
-            return True, f"needs about {need} bytes of GPU memory, {free} free"
-        return False, None
+        return device_memory_skip(lambda: self.estimate_bytes(instance))
 
     def estimate_bytes(self, instance: Any) -> int:
         """Device bytes for ``instance``: both CSRs, mu and psi (m + n each), iA and the
@@ -1010,7 +1003,6 @@ class GPR(BaseSolver):
     def _run_persistent(self) -> None:
         """The whole loop in one cooperative launch of ``gpr_persistent``; one host read."""
         from matchbench.solvers.gpu.common import EventTimer
-
         from matchbench.solvers.gpu.mcm_init import launch_unmatched_lists
 
         st = self._require_state()

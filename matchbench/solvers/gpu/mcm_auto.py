@@ -69,28 +69,6 @@ def choose(
     return high, stats
 
 
-class _HandOver:
-    """A stand-in GPU initializer that copies the selector's matching into a solver's own
-    mate arrays, so the chosen solver starts through its device-initializer path."""
-
-    device = "gpu"
-
-    def __init__(self, row_match: Any, col_match: Any) -> None:
-        self.row_match, self.col_match = row_match, col_match
-        self.matched = 0
-
-    def attach(self, n_rows: int, n_cols: int, dtype: Any) -> None:
-        pass
-
-    def launch(self, *, row_match: Any, col_match: Any, **graph: Any) -> int:
-        row_match[...] = self.row_match
-        col_match[...] = self.col_match
-        return 2
-
-    def cardinality(self) -> int:
-        return self.matched
-
-
 class MCMAuto(BaseSolver):
     """Picks G-PR, APFB or APsB from cheap statistics, on the device, and runs it.
 
@@ -154,7 +132,7 @@ class MCMAuto(BaseSolver):
         self._instance: Any = None
         self._dinit: Any = None
         self._rm = self._cm = self._stats = None
-        self._hand: _HandOver | None = None
+        self._hand: Any = None
         self._chosen: str | None = None
         self._t: dict[str, float] = {}
         self._counters: dict[str, Any] = {}
@@ -162,16 +140,9 @@ class MCMAuto(BaseSolver):
     # -- contract -------------------------------------------------------------------
 
     def skip(self, instance: Any) -> tuple[bool, str | None]:
-        try:
-            import cupy as cp
+        from matchbench.solvers.gpu.common import device_memory_skip
 
-            free, _total = cp.cuda.runtime.memGetInfo()
-        except Exception as exc:  # no CuPy, no driver or no device
-            return True, f"no usable CUDA device: {exc}"
-        need = self.estimate_bytes(instance)
-        if need > free:
-            return True, f"needs about {need} bytes of GPU memory, {free} free"
-        return False, None
+        return device_memory_skip(lambda: self.estimate_bytes(instance))
 
     def estimate_bytes(self, instance: Any) -> int:
         """The graph once (shared) plus each candidate's own arrays."""
@@ -184,6 +155,7 @@ class MCMAuto(BaseSolver):
         import cupy as cp
 
         from matchbench.solvers.gpu.common import DeviceBipartite
+        from matchbench.solvers.gpu.mcm_init import DeviceMatching
 
         dt = np.dtype(instance.col_ptr.dtype)
         if self._instance is not instance:
@@ -192,7 +164,7 @@ class MCMAuto(BaseSolver):
             self._rm = cp.full(int(instance.n_rows), -1, dtype=dt)
             self._cm = cp.full(int(instance.n_cols), -1, dtype=dt)
             self._stats = cp.zeros(4, dtype=np.uint64)
-            self._hand = _HandOver(self._rm, self._cm)
+            self._hand = DeviceMatching(self._rm, self._cm)
             self._subs = {name: self._make(name) for name in self._names()}
             self._graph, self._instance = graph, instance
         self._dinit = init if getattr(init, "device", None) == "gpu" else None
