@@ -1,0 +1,445 @@
+"""GPU half-approximate weighted matching (``kernels/wmatch.cu``): Suitor and locally-dominant.
+
+- :class:`SuitorGPU` (``suitor_gpu``): GPU-Suitor, Naim, Manne, Halappanavar, Tumeo &
+  Langguth, *Optimizing approximate weighted matching on Nvidia Kepler K40*, HiPC 2015
+  (paper I of Naim's 2017 thesis), Alg. 4, with its four variants (Sec. 4,
+  "Synchronization and Load Balancing").
+- :class:`LDGPU` (``ld_gpu``): the thread-per-vertex locally-dominant algorithm the paper
+  compares against (Halappanavar et al.; paper I, Alg. 1-2, one kernel sequence per round).
+
+Both return the greedy matching of the global edge order of
+:mod:`matchbench.problems.wmatch` as a mate array, edge for edge the answer of the CPU
+``greedy``. The order reaches the kernels as an integer rank per CSR entry (the edge at
+position r of the order, from 0, has rank ``m - r``), computed on the host in
+:meth:`prepare` by one ``lexsort`` (untimed, cached per instance, reported as
+``counters()["rank_host_s"]``), so that comparing two offers is comparing two integers
+and one ``atomicMax`` on a packed 64-bit word updates a vertex's best offer (the kernel
+file's header).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from matchbench.solvers.base import BaseSolver
+
+#: ``variant`` values of :class:`SuitorGPU`, in the kernel's numbering.
+VARIANTS = {"nosync": 0, "syncnolb": 1, "synclb": 2, "hybrid": 3}
+THREADS_PER_BLOCK = (128, 192, 256)
+#: vertices_per_warp: powers of two up to 256 (the paper's grid, Sec. 5.3).
+VERTICES_PER_WARP = tuple(1 << k for k in range(9))
+#: Slots of the Suitor kernel's stats array.
+PROPOSALS, ITERATIONS, DISPLACED, REBALANCES = 0, 1, 2, 3
+
+
+def edge_ranks(
+    n: int, ptr: np.ndarray, ind: np.ndarray, weight: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rank of every CSR entry's edge in the global order, and the ends' XOR per rank.
+
+    Returns ``(rank, ends)``: ``rank[p]`` in ``1..m`` (uint32 where ``m < 2^32`` and the
+    indices are int32, else uint64), the same for both directions of an edge, larger for an
+    edge earlier in the order ``(w, max(u, v), min(u, v))``, larger first; ``ends[r - 1]``
+    is ``u ^ v`` for the edge ``{u, v}`` of rank r (the int64 kernels recover a suitor from
+    it), in the dtype of ``ind``.
+    """
+    idx = np.dtype(ind.dtype)
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(ptr.astype(np.int64)))
+    cols = ind.astype(np.int64)
+    hi, lo = np.maximum(rows, cols), np.minimum(rows, cols)
+    # Ascending (w, hi, lo): the two entries of one edge are adjacent (equal keys).
+    order = np.lexsort((lo, hi, weight))
+    rdt = np.uint32 if idx == np.int32 else np.uint64
+    rank = np.empty(cols.shape[0], dtype=rdt)
+    rank[order] = (np.arange(cols.shape[0], dtype=np.int64) // 2 + 1).astype(rdt)
+    ends = np.zeros(cols.shape[0] // 2, dtype=idx)
+    ends[rank.astype(np.int64) - 1] = (rows ^ cols).astype(idx)
+    return rank, ends
+
+
+@dataclass(eq=False)
+class _DeviceState:
+    """One instance on one device: CSR, ranks and the per-run arrays."""
+
+    instance: Any  # weakref to the host graph
+    device_id: int
+    n: int
+    idx: Any
+    ptr: Any
+    ind: Any
+    rank: Any
+    ends: Any
+    mate: Any
+    work: Any  # Suitor: the offers S (uint64[n]); LD: candidate (idx[n])
+    extra: tuple[Any, ...]
+    stats: Any
+    kernels: dict[str, Any]
+    upload_s: float
+    rank_s: float
+
+
+def _check_int(name: str, value: Any, allowed: tuple[int, ...] | None = None, lo: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if allowed is not None and int(value) not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    if int(value) < lo:
+        raise ValueError(f"{name} must be >= {lo}, got {value!r}")
+    return int(value)
+
+
+class _WMatchGPU(BaseSolver):
+    problem: ClassVar[str] = "wmatch"
+    device: ClassVar[str] = "gpu"
+    kernel_families: ClassVar[tuple[str, ...]] = ("wmatch",)
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._state: _DeviceState | None = None
+        self._ran = False
+        self._t_solve = self._t_transfer = float("nan")
+        self._counters: dict[str, int | float] = {}
+
+    def skip(self, instance: Any) -> tuple[bool, str | None]:
+        if not instance.is_matching:
+            return True, (
+                f"{self.name} computes matchings (b = 1); {instance.name} has capacities "
+                "b(v) != 1 (use greedy, bsuitor or nk_bsuitor)"
+            )
+        from matchbench.solvers.gpu.common import device_memory_skip
+
+        return device_memory_skip(lambda: self.estimate_bytes(instance))
+
+    def estimate_bytes(self, instance: Any) -> int:
+        """Device bytes: CSR, ranks, ends, mate and the per-run arrays."""
+        n, nnz = int(instance.n), int(instance.ind.shape[0])
+        isz = np.dtype(instance.ind.dtype).itemsize
+        rsz = 4 if isz == 4 else 8
+        return (n + 1) * isz + nnz * (isz + rsz) + (nnz // 2) * isz + n * (isz + 8) + 4 * n * isz
+
+    # -- device state -------------------------------------------------------------------
+
+    def _build_state(self, instance: Any) -> _DeviceState:
+        import cupy as cp
+
+        from matchbench.solvers.gpu.common import EventTimer
+        from matchbench.solvers.gpu.kernels import get_module
+
+        idx = np.dtype(instance.ind.dtype)
+        if idx not in (np.dtype(np.int32), np.dtype(np.int64)):
+            raise TypeError(f"{instance.name}: index dtype {idx} is neither int32 nor int64")
+        n = int(instance.n)
+        ptr = np.ascontiguousarray(instance.ptr, dtype=idx)
+        ind = np.ascontiguousarray(instance.ind, dtype=idx)
+        t0 = time.perf_counter()
+        rank, ends = edge_ranks(n, ptr, ind, np.asarray(instance.weight, dtype=np.float64))
+        rank_s = time.perf_counter() - t0
+        module = get_module("wmatch", ("-DMB_INDEX64",) if idx == np.int64 else ())
+        kernels = {k: module.get_function(k) for k in self._kernel_names}
+        timer = EventTimer()
+        with timer:
+            d_ptr, d_ind = cp.asarray(ptr), cp.asarray(ind)
+            d_rank = cp.asarray(rank)
+            d_ends = cp.asarray(ends if ends.size else np.zeros(1, dtype=idx))
+        upload_s = timer.seconds
+        work, extra = self._allocate(n, idx)
+        return _DeviceState(
+            instance=weakref.ref(instance),
+            device_id=cp.cuda.Device().id,
+            n=n,
+            idx=idx,
+            ptr=d_ptr,
+            ind=d_ind,
+            rank=d_rank,
+            ends=d_ends,
+            mate=cp.full(max(n, 1), -1, dtype=idx),
+            work=work,
+            extra=extra,
+            stats=cp.zeros(4, dtype=np.uint64),
+            kernels=kernels,
+            upload_s=upload_s,
+            rank_s=rank_s,
+        )
+
+    def prepare(self, instance: Any, init: Any | None = None) -> None:
+        import cupy as cp
+
+        st = self._state
+        if st is None or st.instance() is not instance or st.device_id != cp.cuda.Device().id:
+            self._state = None  # the previous instance's arrays go first
+            st = self._state = self._build_state(instance)
+            self._launch(st)  # warm-up: loads every kernel outside the timed region
+            cp.cuda.get_current_stream().synchronize()
+        self._ran = False
+        self._t_solve = self._t_transfer = float("nan")
+        self._counters = {}
+
+    def run(self) -> None:
+        from matchbench.solvers.gpu.common import EventTimer
+
+        st = self._require_state()
+        timer = EventTimer()
+        with timer:
+            counters = self._launch(st)
+        self._t_solve = timer.seconds
+        counters.update(self._read_stats(st))
+        # Host seconds of the edge ranks (prepare, once per instance): not a solve phase.
+        counters["rank_host_s"] = st.rank_s
+        self._counters = counters
+        self._ran = True
+
+    def result(self) -> np.ndarray:
+        """The mate array (-1 for unmatched vertices), in the instance's index dtype."""
+        import cupy as cp
+
+        st = self._require_state()
+        if not self._ran:
+            raise RuntimeError(f"{self.name}: result() before run()")
+        t0 = time.perf_counter()
+        cp.cuda.get_current_stream().synchronize()
+        mate = st.mate[: st.n].get()
+        self._t_transfer = time.perf_counter() - t0
+        return mate
+
+    def timings(self) -> dict[str, float]:
+        out = {"solve": self._t_solve, "transfer": self._t_transfer}
+        if self._state is not None:
+            out["upload"] = self._state.upload_s
+        return out
+
+    def counters(self) -> dict[str, int | float]:
+        return dict(self._counters)
+
+    def _require_state(self) -> _DeviceState:
+        if self._state is None:
+            raise RuntimeError(f"{self.name}: run() before prepare()")
+        return self._state
+
+    def _idx(self, st: _DeviceState, value: int) -> Any:
+        return np.int64(value) if st.idx == np.int64 else np.int32(value)
+
+    # -- per algorithm --------------------------------------------------------------------
+
+    _kernel_names: ClassVar[tuple[str, ...]] = ()
+
+    def _allocate(self, n: int, idx: Any) -> tuple[Any, tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _launch(self, st: _DeviceState) -> dict[str, int | float]:
+        raise NotImplementedError
+
+    def _read_stats(self, st: _DeviceState) -> dict[str, int | float]:
+        return {}
+
+
+def _grid(n: int, threads: int) -> int:
+    return max(1, min(-(-int(n) // threads), 1 << 20))
+
+
+class SuitorGPU(_WMatchGPU):
+    """GPU-Suitor: a warp per vertex, chunks of ``vertices_per_warp`` vertices per warp.
+
+    Parameters
+    ----------
+    variant : {"nosync", "syncnolb", "synclb", "hybrid"}
+        The paper's four variants (Sec. 4): ``nosync`` (GPU-Suitor of Alg. 4: each warp
+        runs its queue to the end alone), ``syncnolb`` (the warps of a block synchronize
+        after every iteration and finish together), ``synclb`` (as ``syncnolb``, and during
+        the first ``lb_iterations`` iterations the queued vertices are re-dealt evenly among
+        the block's warps whenever the largest queue exceeds the average by more than 25%),
+        ``hybrid`` (that load balancing during the first ``lb_iterations`` iterations, then
+        no synchronization).
+    threads_per_block : {128, 192, 256}
+    vertices_per_warp : {1, 2, 4, ..., 256}
+        Size of the chunk of vertices a warp owns (Alg. 4 line 2); also the capacity of
+        its queue in shared memory.
+    lb_iterations : int
+        The paper's k: iterations with load balancing (``synclb`` and ``hybrid`` only;
+        recorded for the other variants but unused).
+
+    Notes
+    -----
+    Naim et al., HiPC 2015 (paper I of Naim's thesis), Alg. 4 with Alg. 3 for each vertex;
+    the else-branch slip of Alg. 3 (line 28, ``next <- u``) is read as ``next <- current``.
+    The lock, compare and set of Alg. 3 lines 19-25 is one ``atomicMax`` on a 64-bit word
+    ``(edge rank, suitor)`` per vertex, which returns the displaced suitor. Proposals are
+    made 32 at a time (one per lane) after the warp found the 32 vertices' candidates in
+    turn, where the paper finds all candidates of the chunk before proposing; both are
+    Alg. 4 lines 6-8 for chunks of up to 32 vertices. The load balancing keeps the paper's
+    25% tolerance; how the paper re-deals (which vertices move where) is not specified,
+    here every queued vertex of the block is re-dealt in contiguous slices.
+    Counters: ``kernel_launches``, ``host_syncs`` (0: one kernel and the mate kernel),
+    ``proposals`` (atomicMax calls), ``displaced`` (suitors displaced), ``iterations``
+    (the most iterations of one warp), ``rebalances`` (block re-deals), ``rank_host_s``
+    (host seconds of the edge ranks, in :meth:`prepare`).
+    """
+
+    name: ClassVar[str] = "suitor_gpu"
+    _kernel_names: ClassVar[tuple[str, ...]] = ("wmatch_suitor", "wmatch_suitor_mate")
+
+    def __init__(
+        self,
+        variant: str = "nosync",
+        threads_per_block: int = 128,
+        vertices_per_warp: int = 8,
+        lb_iterations: int = 4,
+    ) -> None:
+        if variant not in VARIANTS:
+            raise ValueError(
+                f"suitor_gpu variant must be one of {tuple(VARIANTS)}, got {variant!r}"
+            )
+        tpb = _check_int("threads_per_block", threads_per_block, THREADS_PER_BLOCK)
+        vpw = _check_int("vertices_per_warp", vertices_per_warp, VERTICES_PER_WARP)
+        k = _check_int("lb_iterations", lb_iterations, lo=0)
+        super().__init__(
+            variant=variant, threads_per_block=tpb, vertices_per_warp=vpw, lb_iterations=k
+        )
+
+    def _allocate(self, n: int, idx: Any) -> tuple[Any, tuple[Any, ...]]:
+        import cupy as cp
+
+        return cp.zeros(max(n, 1), dtype=np.uint64), ()
+
+    def _shared_bytes(self, idx: Any) -> int:
+        p = self.params
+        warps = p["threads_per_block"] // 32
+        copies = 2 if p["variant"] in ("synclb", "hybrid") else 1
+        return copies * warps * p["vertices_per_warp"] * np.dtype(idx).itemsize
+
+    def _launch(self, st: _DeviceState) -> dict[str, int | float]:
+        p = self.params
+        tpb, vpw = p["threads_per_block"], p["vertices_per_warp"]
+        st.work.fill(0)
+        st.stats.fill(0)
+        launches = 2  # the fills
+        if st.n > 0:
+            warps = -(-st.n // vpw)
+            blocks = -(-warps // (tpb // 32))
+            st.kernels["wmatch_suitor"](
+                (blocks,),
+                (tpb,),
+                (
+                    st.ptr,
+                    st.ind,
+                    st.rank,
+                    st.ends,
+                    st.work,
+                    self._idx(st, st.n),
+                    np.int32(vpw),
+                    np.int32(VARIANTS[p["variant"]]),
+                    np.int32(p["lb_iterations"]),
+                    st.stats,
+                ),
+                shared_mem=self._shared_bytes(st.idx),
+            )
+            st.kernels["wmatch_suitor_mate"](
+                (_grid(st.n, 256),), (256,), (st.work, st.ends, self._idx(st, st.n), st.mate)
+            )
+            launches += 2
+        return {"kernel_launches": launches, "host_syncs": 0}
+
+    def _read_stats(self, st: _DeviceState) -> dict[str, int | float]:
+        s = st.stats.get()
+        return {
+            "proposals": int(s[PROPOSALS]),
+            "displaced": int(s[DISPLACED]),
+            "iterations": int(s[ITERATIONS]),
+            "rebalances": int(s[REBALANCES]),
+        }
+
+
+class LDGPU(_WMatchGPU):
+    """The locally-dominant algorithm on the GPU, a thread per vertex, one round at a time.
+
+    Parameters
+    ----------
+    threads_per_block : int
+        A multiple of 32 in [32, 1024].
+
+    Notes
+    -----
+    Naim et al., HiPC 2015 (paper I), Alg. 1-2 run as GPU-LD (Halappanavar, Feo, Villa,
+    Tumeo & Pothen, *Approximate weighted matching on emerging manycore and multithreaded
+    architectures*, IJHPCA 2012): each round is three kernels, ``wmatch_ld_candidate``
+    (Alg. 2 lines 2-8 for the round's queue: a thread finds its vertex's first unmatched
+    neighbour in the global order), ``wmatch_ld_match`` (lines 9-12: mutual candidates
+    are matched) and ``wmatch_ld_enqueue`` (Alg. 1 lines 9-11: the unmatched vertices
+    whose candidate was just matched form the next queue); the host reads the next
+    queue's length (one sync per round). Counters: ``rounds`` (= ``iterations``),
+    ``processed`` (candidate searches), ``kernel_launches``, ``host_syncs``,
+    ``rank_host_s``.
+    """
+
+    name: ClassVar[str] = "ld_gpu"
+    _kernel_names: ClassVar[tuple[str, ...]] = (
+        "wmatch_ld_candidate",
+        "wmatch_ld_match",
+        "wmatch_ld_enqueue",
+    )
+
+    def __init__(self, threads_per_block: int = 256) -> None:
+        tpb = _check_int("threads_per_block", threads_per_block)
+        if not (32 <= tpb <= 1024 and tpb % 32 == 0):
+            raise ValueError(
+                f"threads_per_block must be a multiple of 32 in [32, 1024], got {tpb!r}"
+            )
+        super().__init__(threads_per_block=tpb)
+
+    def _allocate(self, n: int, idx: Any) -> tuple[Any, tuple[Any, ...]]:
+        import cupy as cp
+
+        size = max(n, 1)
+        # candidate; (queue, next queue, matched list, counters [n_matched, n_next])
+        return cp.full(size, -1, dtype=idx), (
+            cp.empty(size, dtype=idx),
+            cp.empty(size, dtype=idx),
+            cp.empty(size, dtype=idx),
+            cp.zeros(2, dtype=np.uint64),
+        )
+
+    def _launch(self, st: _DeviceState) -> dict[str, int | float]:
+        t = self.params["threads_per_block"]
+        cand = st.work
+        queue, nxt, matched, cnt = st.extra
+        k = st.kernels
+        st.mate.fill(-1)
+        launches, syncs, rounds, processed = 1, 0, 0, 0
+        length, all_ = st.n, 1
+        stride_grid = min(_grid(st.n, t), 1024)
+        while length > 0:
+            cnt.fill(0)
+            k["wmatch_ld_candidate"](
+                (_grid(length, t),),
+                (t,),
+                (st.ptr, st.ind, st.rank, st.mate, queue, np.int64(length), np.int32(all_), cand),
+            )
+            k["wmatch_ld_match"](
+                (_grid(length, t),),
+                (t,),
+                (queue, np.int64(length), np.int32(all_), cand, st.mate, matched, cnt[0:1]),
+            )
+            k["wmatch_ld_enqueue"](
+                (stride_grid,),
+                (t,),
+                (st.ptr, st.ind, matched, cnt[0:1], st.mate, cand, nxt, cnt[1:2]),
+            )
+            launches += 4
+            processed += length
+            rounds += 1
+            length = int(cnt[1:2].get()[0])  # the next queue's length: one sync per round
+            syncs += 1
+            queue, nxt = nxt, queue
+            all_ = 0
+        st.extra = (queue, nxt, matched, cnt)
+        return {
+            "kernel_launches": launches,
+            "host_syncs": syncs,
+            "rounds": rounds,
+            "iterations": rounds,
+            "processed": processed,
+        }
