@@ -35,6 +35,8 @@ REDUCED: dict[str, list[str]] = {
     "mcm_refs": ["dataset.scale=6,7", "gpu.repetitions=2"],
     "mcm_e2e": ["dataset=smoke", "gpu.repetitions=2"],
     "mcm_auto_train": ["dataset=smoke", "gpu.repetitions=2"],
+    "naim2015_suitor": ["dataset=wmatch_smoke", "gpu.repetitions=2"],
+    "naim2015_fig5": ["dataset=wmatch_smoke", "algorithm.vertices_per_warp=1,8", "gpu.repetitions=2"],
 }
 
 

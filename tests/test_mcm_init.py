@@ -139,6 +139,7 @@ def test_host_init_rows_carry_init_and_e2e():
     for r in rows:
         assert r["init"] == "cheap_cpu" and r["verified"]
         assert r["t_e2e_s"] == pytest.approx(r["t_init_s"] + r["t_solve_s"])
+        assert r["edges_per_s"] == pytest.approx(r["n_edges"] / r["t_solve_s"])
         assert r["objective_init"] == MCM().initial_objective(cheap_matching(
             __import__("matchbench.datasets", fromlist=["smoke"]).smoke("grid2d_6")))
 
@@ -155,6 +156,7 @@ def test_e2e_seconds():
 def test_version_2_rows_upgrade_with_their_initializer():
     old = pa.table({
         "problem": ["mcm", "lap", "mcm"],
+        "n_edges": [10, 40, 10],
         "objective_init": [5.0, None, None],
         "t_init_s": [0.5, None, 0.25],
         "t_solve_s": [1.0, 2.0, None],
@@ -163,6 +165,7 @@ def test_version_2_rows_upgrade_with_their_initializer():
     assert new.schema == SCHEMA
     assert new.column("init").to_pylist() == ["cheap_cpu", None, None]
     assert new.column("t_e2e_s").to_pylist() == [1.5, 2.0, None]
+    assert new.column("edges_per_s").to_pylist() == [10.0, 20.0, None]
     assert new.column("t_upload_s").null_count == 3
 
 

@@ -31,7 +31,9 @@ times (seconds)
     t_upload_s (host-to-device copy of the instance, once per task: the time a graph that
     starts on the host adds), t_prepare_s, t_solve_s, t_e2e_s (t_init_s + t_solve_s: from
     the instance in place to the answer), t_transfer_s, t_verify_s, phases_json (solver
-    phase seconds)
+    phase seconds), edges_per_s (n_edges / t_solve_s: the instance's edges as the family
+    counts them, e.g. undirected edges of a general graph, stored entries of a bipartite
+    one)
 counters
     kernel_launches, host_syncs, iterations, counters_json (all solver counters)
 memory
@@ -108,6 +110,7 @@ SCHEMA = pa.schema(
         ("t_prepare_s", pa.float64()),
         ("t_solve_s", pa.float64()),
         ("t_e2e_s", pa.float64()),
+        ("edges_per_s", pa.float64()),
         ("t_transfer_s", pa.float64()),
         ("t_verify_s", pa.float64()),
         ("phases_json", pa.string()),
@@ -163,13 +166,13 @@ def file_schema_version(metadata: dict[bytes, bytes] | None) -> int:
 
 
 def _v2_to_v3(table: pa.Table) -> pa.Table:
-    """2 -> 3 adds ``init``, ``t_upload_s`` and ``t_e2e_s``.
+    """2 -> 3 adds ``init``, ``t_upload_s``, ``t_e2e_s`` and ``edges_per_s``.
 
     Before version 3 every family with an initializer (MCM) started from the cheap
     matching on the host, and only those rows carry ``objective_init``: they get
     ``init = "cheap_cpu"``, so that they compare with the same runs made today.
-    ``t_e2e_s`` is ``t_init_s + t_solve_s`` as for new rows; ``t_upload_s`` was not
-    measured (null).
+    ``t_e2e_s`` is ``t_init_s + t_solve_s`` and ``edges_per_s`` ``n_edges / t_solve_s``,
+    as for new rows; ``t_upload_s`` was not measured (null).
     """
     import pyarrow.compute as pc
 
@@ -184,7 +187,12 @@ def _v2_to_v3(table: pa.Table) -> pa.Table:
     init = pc.if_else(has_init, pa.scalar("cheap_cpu"), pa.scalar(None, pa.string()))
     t_init = pc.fill_null(col("t_init_s", pa.float64()), 0.0)
     e2e = pc.add(col("t_solve_s", pa.float64()), t_init)
-    for name, values in (("init", init), ("t_e2e_s", e2e)):
+    solve = col("t_solve_s", pa.float64())
+    positive = pc.fill_null(pc.greater(solve, 0.0), False)
+    rate = pc.if_else(
+        positive, pc.divide(col("n_edges", pa.float64()), solve), pa.scalar(None, pa.float64())
+    )
+    for name, values in (("init", init), ("t_e2e_s", e2e), ("edges_per_s", rate)):
         if name in table.column_names:
             table = table.drop_columns([name])
         table = table.append_column(name, values)

@@ -260,6 +260,9 @@ def execute_task(
             phases_json=to_json(timings) if timings else None,
         )
         row["t_e2e_s"] = e2e_seconds(row.get("t_init_s"), row["t_solve_s"])
+        n_edges, t_solve = row.get("n_edges"), row["t_solve_s"]
+        if n_edges is not None and t_solve is not None and t_solve > 0:
+            row["edges_per_s"] = float(n_edges) / float(t_solve)
         row.update(
             kernel_launches=counters.get("kernel_launches"),
             host_syncs=counters.get("host_syncs"),
