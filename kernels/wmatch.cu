@@ -338,3 +338,234 @@ extern "C" __global__ void wmatch_ld_enqueue(const mb_index* __restrict__ ptr,
     }
   }
 }
+
+// ---- Edge ranks on the device -----------------------------------------------------------
+//
+// The driver sorts the forward entries (u < v) of the CSR by (w, v, u) ascending (two
+// radix argsorts, or a lexsort) and hands their CSR positions `order` here: the k-th one
+// gets rank k + 1 and ends[k] = u ^ v. Then every backward entry (u > v) copies the rank
+// of its mirror (v, u), found by binary search in v's sorted row.
+
+extern "C" __global__ void wmatch_rank_scatter(const long long* __restrict__ order, long long m,
+                                               const mb_index* __restrict__ rows,
+                                               const mb_index* __restrict__ ind,
+                                               wm_rank* __restrict__ rank,
+                                               mb_index* __restrict__ ends) {
+  MB_GRID_STRIDE(k, m) {
+    const long long p = order[k];
+    rank[p] = (wm_rank)(k + 1);
+    ends[k] = rows[p] ^ ind[p];
+  }
+}
+
+extern "C" __global__ void wmatch_rank_mirror(const mb_index* __restrict__ ptr,
+                                              const mb_index* __restrict__ ind,
+                                              const mb_index* __restrict__ rows, long long nnz,
+                                              wm_rank* __restrict__ rank) {
+  MB_GRID_STRIDE(p, nnz) {
+    const mb_index u = rows[p], v = ind[p];
+    if (u > v) {
+      mb_index lo = ptr[v], hi = ptr[v + 1];  // the first position in row v with ind >= u
+      while (lo < hi) {
+        const mb_index mid = lo + (hi - lo) / 2;
+        if (ind[mid] < u) lo = mid + 1; else hi = mid;
+      }
+      rank[p] = rank[lo];  // the graph is symmetric: ind[lo] == u
+    }
+  }
+}
+
+// ---- b-Suitor (Khan, Pothen, Patwary, Halappanavar, Satish, Sundaram & Dubey, SISC 2016) --
+//
+// Each vertex v keeps its c(v) = min(b(v), deg(v)) best offers in the slots
+// S[hoff[v] .. hoff[v+1]) (proposal words as above, 0 = empty slot). A proposal of x to v
+// through an edge of rank r succeeds when the word (r, x) beats v's lowest slot (an empty
+// one if there is one); it replaces that slot by compare-and-swap and the suitor it held,
+// if any, is displaced and must propose again (b-Suitor's MakeSuitor recursion, here the
+// proposing warp carries on with the displaced vertex, as Alg. 3's loop does for b = 1).
+//
+// Why no locks. (1) Slot words only grow (a slot is replaced only by a larger word), so a
+// warp that reads the c(v) slots one by one and picks the minimum it saw, then swaps it
+// out by CAS on exactly that value, replaced the true minimum at the moment of the CAS:
+// every other slot held at least its observed value, which was >= the observed minimum.
+// A failed CAS re-reads. (2) A vertex's proposals go down the global order: every edge
+// above its latest proposal was proposed through already (and is still held, or was
+// displaced: v's lowest offer only grows, so never again eligible) or was ineligible when
+// it was passed over (v full with a better lowest offer: ineligible for good). So the
+// state of x's search is one rank, last[x], and "x proposes to v at most once" holds
+// without a per-edge flag. Two warps may search for x at once (x's own warp and one that
+// displaced x); each claims its candidate by CAS on last[x] from the bound it searched
+// below, so candidates are never shared. (3) thr[v] is a lower bound of v's lowest offer
+// once v is full (0 before; all ones when c(v) = 0), raised by atomicMax from a snapshot
+// minimum after each replacement; the scan skips v only when (r, x) is not above thr[v],
+// and the CAS on the slots decides exactly. Final answer: x and v are matched when each
+// holds the other's offer, which b-Suitor's invariant makes symmetric.
+
+#define WM_BS_PROPOSALS 0
+#define WM_BS_DISPLACED 1
+#define WM_BS_RETRIES 2
+#define WM_BS_CHAINS 3
+
+#ifdef MB_INDEX64
+#define WM_RANK_NONE 0xffffffffffffffffull
+#else
+#define WM_RANK_NONE 0xffffffffu
+#endif
+
+__device__ __forceinline__ wm_rank wm_load_rank(const wm_rank* a, mb_index i) {
+  return __ldcg(a + i);
+}
+
+extern "C" __global__ void wmatch_bsuitor_reset(const mb_index* __restrict__ ptr,
+                                                const int* __restrict__ b, mb_index n,
+                                                const long long* __restrict__ hoff,
+                                                unsigned long long* S,
+                                                unsigned long long* thr, wm_rank* last) {
+  MB_GRID_STRIDE(i, n) {
+    const long long c = hoff[i + 1] - hoff[i];
+    for (long long s = hoff[i]; s < hoff[i + 1]; ++s) S[s] = 0ull;
+    thr[i] = c == 0 ? 0xffffffffffffffffull : 0ull;
+    last[i] = WM_RANK_NONE;
+  }
+}
+
+// A warp's search for x: the best edge (x, v) below last[x] whose word beats thr[v],
+// claimed by CAS on last[x]. Returns the rank (0: x has no eligible edge left, for good)
+// and sets *v_out.
+__device__ wm_rank wm_bs_search(mb_index x, const mb_index* __restrict__ ptr,
+                                const mb_index* __restrict__ ind,
+                                const wm_rank* __restrict__ rank,
+                                const unsigned long long* thr, wm_rank* last,
+                                mb_index* v_out, unsigned long long* stats) {
+  const int lane = threadIdx.x & 31;
+  for (;;) {
+    const wm_rank bound = wm_load_rank(last, x);
+    wm_rank best_r = 0;
+    mb_index best_v = -1;
+    const mb_index end = ptr[x + 1];
+    for (mb_index p = ptr[x] + lane; p < end; p += 32) {
+      const wm_rank r = rank[p];
+      if (r < bound && r > best_r) {
+        const mb_index v = ind[p];
+        if (wm_pack(r, x) > __ldcg(thr + v)) {
+          best_r = r;
+          best_v = v;
+        }
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      const wm_rank r2 = __shfl_xor_sync(WM_FULL, best_r, off);
+      const mb_index v2 = __shfl_xor_sync(WM_FULL, best_v, off);
+      if (r2 > best_r) {
+        best_r = r2;
+        best_v = v2;
+      }
+    }
+    if (best_r == 0) return 0;
+    wm_rank seen = 0;
+    if (lane == 0) seen = atomicCAS(last + x, bound, best_r);
+    seen = __shfl_sync(WM_FULL, seen, 0);
+    if (seen == bound) {
+      *v_out = best_v;
+      return best_r;
+    }
+    if (lane == 0) atomicAdd(stats + WM_BS_RETRIES, 1ull);  // another warp moved last[x]
+  }
+}
+
+// x offers word (rank r) to v. Returns 1 and *displaced (-1 for an empty slot) on
+// success, 0 when v's lowest offer beats it.
+__device__ int wm_bs_offer(mb_index v, unsigned long long word,
+                           const long long* __restrict__ hoff,
+                           const mb_index* __restrict__ ends, unsigned long long* S,
+                           unsigned long long* thr, mb_index* displaced,
+                           unsigned long long* stats) {
+  const int lane = threadIdx.x & 31;
+  const long long s0 = hoff[v], s1 = hoff[v + 1];
+  for (;;) {
+    unsigned long long lo_w = 0xffffffffffffffffull;
+    long long lo_s = -1;
+    for (long long s = s0 + lane; s < s1; s += 32) {
+      const unsigned long long w = __ldcg(S + s);
+      if (w < lo_w) {
+        lo_w = w;
+        lo_s = s;
+      }
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      const unsigned long long w2 = __shfl_xor_sync(WM_FULL, lo_w, off);
+      const long long s2 = __shfl_xor_sync(WM_FULL, lo_s, off);
+      if (w2 < lo_w || (w2 == lo_w && s2 >= 0 && (lo_s < 0 || s2 < lo_s))) {
+        lo_w = w2;
+        lo_s = s2;
+      }
+    }
+    if (lo_s < 0 || word <= lo_w) return 0;  // no slot, or every held offer is better
+    unsigned long long seen = 0;
+    if (lane == 0) seen = atomicCAS(S + lo_s, lo_w, word);
+    seen = __shfl_sync(WM_FULL, seen, 0);
+    if (seen != lo_w) {
+      if (lane == 0) atomicAdd(stats + WM_BS_RETRIES, 1ull);
+      continue;
+    }
+    // The new lowest offer (a snapshot, hence a lower bound) raises thr[v] once v is full.
+    unsigned long long m = 0xffffffffffffffffull;
+    for (long long s = s0 + lane; s < s1; s += 32) m = min(m, __ldcg(S + s));
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) m = min(m, __shfl_xor_sync(WM_FULL, m, off));
+    if (lane == 0 && m != 0ull) atomicMax(thr + v, m);
+    *displaced = lo_w == 0ull ? (mb_index)-1 : wm_proposer(lo_w, v, ends);
+    return 1;
+  }
+}
+
+// b-Suitor, a warp per vertex u (grid-stride over the vertices): u seeks up to b(u)
+// partners; each seek is a chain of proposals, carried on with each displaced suitor
+// (MakeSuitor), that ends with a proposal into an empty slot or a vertex that has no
+// eligible edge left.
+extern "C" __global__ void wmatch_bsuitor(const mb_index* __restrict__ ptr,
+                                          const mb_index* __restrict__ ind,
+                                          const wm_rank* __restrict__ rank,
+                                          const mb_index* __restrict__ ends,
+                                          const int* __restrict__ b,
+                                          const long long* __restrict__ hoff,
+                                          unsigned long long* S, unsigned long long* thr,
+                                          wm_rank* last, mb_index n,
+                                          unsigned long long* stats) {
+  const int lane = threadIdx.x & 31;
+  const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+  unsigned long long proposals = 0, displaced_n = 0, chains = 0;
+  for (long long wu = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; wu < n;
+       wu += warps) {
+    const mb_index u = (mb_index)wu;
+    const int bu = b[u];
+    for (int i = 0; i < bu; ++i) {
+      mb_index x = u;
+      bool u_done = false;
+      ++chains;
+      while (x >= 0) {
+        mb_index v = -1;
+        const wm_rank r = wm_bs_search(x, ptr, ind, rank, thr, last, &v, stats);
+        if (r == 0) {  // x has no eligible edge left: its seek ends unanswered
+          u_done = (x == u);
+          break;
+        }
+        ++proposals;
+        mb_index y = -1;
+        if (wm_bs_offer(v, wm_pack(r, x), hoff, ends, S, thr, &y, stats)) {
+          if (y >= 0) ++displaced_n;
+          x = y;  // the displaced suitor seeks again; -1 ends the chain
+        }
+        // else: v's lowest offer rose after the scan; x searches again below r
+      }
+      if (u_done) break;  // u can never again find a partner
+    }
+  }
+  if (lane == 0) {
+    if (proposals) atomicAdd(stats + WM_BS_PROPOSALS, proposals);
+    if (displaced_n) atomicAdd(stats + WM_BS_DISPLACED, displaced_n);
+    if (chains) atomicAdd(stats + WM_BS_CHAINS, chains);
+  }
+}

@@ -51,6 +51,14 @@ def test_apfb_compiles_with_int64_indices(arch):
 
 
 @pytest.mark.parametrize(
+    "family", [f for f in kernels.families() if "mb_index" in kernels.source_path(f).read_text()]
+)
+def test_index_generic_families_compile_with_int64_indices(family):
+    """Every family written over ``mb_index`` also builds for int64 graphs (-DMB_INDEX64)."""
+    assert ".entry" in kernels.compile_ptx(family, ARCHS[0], ("-DMB_INDEX64",))
+
+
+@pytest.mark.parametrize(
     "options", [("-DAPFB_COUNT_EDGES",), ("-DAPFB_COUNT_EDGES", "-DMB_INDEX64")]
 )
 def test_apfb_instrumented_build_compiles(options):

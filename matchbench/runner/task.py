@@ -248,9 +248,11 @@ def execute_task(
             continue
         timings = dict(solver.timings())
         counters = dict(solver.counters())
-        if "init" in timings:  # a GPU initializer, run by the solver
+        if "init" in timings:  # a GPU initializer or preprocessing, run by the solver
             row["t_init_s"] = timings.pop("init")
             row["objective_init"] = counters.get("init_objective")
+            if row.get("init") is None:  # no initializer: the solver's own preprocessing
+                row["init"] = getattr(solver, "init_label", None)
         row.update(
             status="ok",
             t_prepare_s=t1 - t0,

@@ -22,7 +22,9 @@ as kernel launches, host syncs, BFS levels or phases; :meth:`timings` per-phase 
 A GPU initializer (the ``init`` config group, :class:`BaseInitializer`) may be handed
 to ``prepare`` instead of an initial answer: solvers with ``device_init = True`` run it
 in :meth:`run`, before the solve, and report its seconds as ``timings()["init"]`` and
-the initial answer's objective as ``counters()["init_objective"]``.
+the initial answer's objective as ``counters()["init_objective"]``. A solver with a
+preprocessing of its own (the GPU wmatch solvers' edge ranks) reports it the same way and
+names it in ``init_label``, which becomes the row's ``init`` where no initializer is set.
 Counters that cost time to collect (an atomic per adjacency entry) belong to
 instrumented repetitions: a solver with ``instrumentable = True`` switches them on in
 :meth:`instrument`, and the runner runs ``gpu.instrumented`` such repetitions after the
@@ -45,6 +47,8 @@ class BaseSolver:
     #: whether :meth:`prepare` accepts a GPU initializer (:class:`BaseInitializer` with
     #: ``device == "gpu"``), run on the solver's device copy of the instance
     device_init: ClassVar[bool] = False
+    #: the name of a preprocessing the solver times as ``timings()["init"]`` on its own
+    init_label: ClassVar[str | None] = None
 
     def __init__(self, **params: Any) -> None:
         self.params = params

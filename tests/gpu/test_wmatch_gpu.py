@@ -1,11 +1,13 @@
-"""GPU wmatch solvers (``suitor_gpu`` in every variant, ``ld_gpu``) equal GREEDY edge for edge.
+"""GPU wmatch solvers (``suitor_gpu`` in every variant, ``bsuitor_gpu``, ``ld_gpu``) equal GREEDY.
 
 The graphs are built once per module: 240 small ones made to stress the tie order (weights
 from one, two or three values, or continuous; random graphs, stars, cliques, paths, unions
 with isolated vertices), each also relabelled by a random permutation, and a few larger
 ones with hubs (adjacency lists longer than a warp, queues longer than 32, vertices
 displaced across warps and blocks). Every answer must be GREEDY's mate array exactly and
-be certified by :meth:`WMatch.verify`.
+be certified by :meth:`WMatch.verify`; ``bsuitor_gpu`` also on the same graphs with random
+capacities b(v) in 0..4 against GREEDY's b-matching, pair for pair. The device edge ranks
+must equal the host's :func:`edge_ranks` on every graph.
 """
 
 from __future__ import annotations
@@ -15,7 +17,14 @@ import pytest
 
 from matchbench.problems.wmatch import WeightedGraph, WMatch
 from matchbench.solvers.cpu.wmatch_ref import Greedy
-from matchbench.solvers.gpu.suitor import LDGPU, VARIANTS, SuitorGPU
+from matchbench.solvers.gpu.suitor import (
+    LDGPU,
+    VARIANTS,
+    BSuitorGPU,
+    SuitorGPU,
+    device_edge_ranks,
+    edge_ranks,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -90,7 +99,9 @@ def _check(solver, graphs_) -> None:
         solver.prepare(g)
         solver.run()
         mate = solver.result()
-        assert mate.dtype == g.ind.dtype
+        if not isinstance(mate, np.ndarray):  # bsuitor_gpu: pairs
+            mate = mate.mate(g.n)
+        assert mate.dtype in (g.ind.dtype, np.int64)
         if not np.array_equal(mate.astype(np.int64), want):
             bad.append((g.name, "differs from greedy"))
             continue
@@ -128,6 +139,71 @@ def test_ld_gpu_is_greedy(tpb, graphs):
     _check(LDGPU(threads_per_block=tpb), graphs)
 
 
+def _greedy_pairs(g: WeightedGraph) -> set[tuple[int, int]]:
+    s = Greedy()
+    s.prepare(g)
+    s.run()
+    ans = s.result()
+    return {(min(a, b), max(a, b)) for a, b in zip(ans.u.tolist(), ans.v.tolist(), strict=True)}
+
+
+@pytest.fixture(scope="module")
+def capacitated(graphs):
+    """The same graphs with capacities b(v) in 0..4 (zeros, ones and hubs of capacity 4)."""
+    rng = np.random.default_rng(2016)
+    out = []
+    for g, _ in graphs:
+        b = rng.choice([0, 1, 1, 2, 3, 4], size=g.n).astype(np.int32)
+        gb = WeightedGraph(g.n, g.ptr, g.ind, g.weight, b=b, name=g.name + "_b")
+        out.append((gb, _greedy_pairs(gb)))
+    return out
+
+
+@pytest.mark.parametrize("tpb", [32, 128, 1024])
+def test_bsuitor_gpu_is_greedy_b_matching(tpb, capacitated):
+    s = BSuitorGPU(threads_per_block=tpb)
+    bad = []
+    for g, want in capacitated:
+        s.prepare(g)
+        s.run()
+        ans = s.result()
+        got = {(min(a, b), max(a, b)) for a, b in zip(ans.u.tolist(), ans.v.tolist(), strict=True)}
+        if got != want:
+            bad.append((g.name, "differs from greedy", len(got ^ want)))
+            continue
+        assert s.counters()["one_sided"] == 0
+        v = PROBLEM.verify(g, ans)
+        if not v.verified:
+            bad.append((g.name, v.reason))
+    assert not bad, f"bsuitor_gpu tpb={tpb}: {len(bad)} failures, first {bad[:3]}"
+
+
+@pytest.mark.parametrize("tpb", [32, 256])
+def test_bsuitor_gpu_with_b_one_is_suitor(tpb, graphs):
+    _check(BSuitorGPU(threads_per_block=tpb), graphs)
+
+
+def test_device_ranks_equal_host_ranks(graphs):
+    import cupy as cp
+
+    from matchbench.solvers.gpu.kernels import get_module
+
+    bad = []
+    for opts, idx in (((), np.int32), (("-DMB_INDEX64",), np.int64)):
+        mod = get_module("wmatch", opts)
+        k = {n: mod.get_function(n) for n in ("wmatch_rank_scatter", "wmatch_rank_mirror")}
+        for g, _ in graphs[::3] + graphs[-10:]:
+            ptr, ind = g.ptr.astype(idx), g.ind.astype(idx)
+            want_r, want_e = edge_ranks(g.n, ptr, ind, g.weight)
+            r, e = device_edge_ranks(g.n, cp.asarray(ptr), cp.asarray(ind), cp.asarray(g.weight), k)
+            if not (
+                np.array_equal(r.get()[: ind.size], want_r)
+                and np.array_equal(e.get()[: ind.size // 2], want_e)
+            ):
+                bad.append((g.name, idx.__name__))
+    assert not bad, f"device ranks differ from host ranks on {len(bad)}: {bad[:5]}"
+
+
 def _as_int64(g: WeightedGraph) -> WeightedGraph:
     # Graphs past 2^31 entries get int64 indices; the constructor picks int32 for small
     # ones, so the arrays are widened afterwards (the certificate reads either).
@@ -142,6 +218,22 @@ def test_int64_indices(graphs):
     for variant in VARIANTS:
         _check(SuitorGPU(variant=variant, threads_per_block=128, vertices_per_warp=8), wide)
     _check(LDGPU(), wide)
+    _check(BSuitorGPU(), wide)
+
+
+def test_bsuitor_gpu_int64_with_capacities(capacitated):
+    bad = []
+    s = BSuitorGPU()
+    for g, want in capacitated[::7]:
+        g64 = WeightedGraph(g.n, g.ptr, g.ind, g.weight, b=g.b, name=g.name + "_i64")
+        g64.ptr, g64.ind = g.ptr.astype(np.int64), g.ind.astype(np.int64)
+        s.prepare(g64)
+        s.run()
+        ans = s.result()
+        got = {(min(a, b), max(a, b)) for a, b in zip(ans.u.tolist(), ans.v.tolist(), strict=True)}
+        if got != want or not PROBLEM.verify(g64, ans).verified:
+            bad.append(g64.name)
+    assert not bad, bad[:5]
 
 
 def test_repeated_runs_and_counters(graphs):
@@ -155,7 +247,7 @@ def test_repeated_runs_and_counters(graphs):
     assert c["proposals"] >= int((want >= 0).sum()) and c["iterations"] >= 1
     assert c["host_syncs"] == 0 and c["kernel_launches"] == 4
     t = s.timings()
-    assert t["solve"] > 0 and t["transfer"] >= 0
+    assert t["solve"] > 0 and t["transfer"] >= 0 and t["init"] > 0  # init: the edge ranks
     ld = LDGPU()
     ld.prepare(g)
     ld.run()
