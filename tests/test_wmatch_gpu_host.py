@@ -23,10 +23,10 @@ from matchbench.problems.wmatch import WeightedGraph, edge_order
 from matchbench.solvers.cpu.wmatch_ref import Greedy
 from matchbench.solvers.gpu.suitor import (
     LDGPU,
-    BSuitorGPU,
     THREADS_PER_BLOCK,
     VARIANTS,
     VERTICES_PER_WARP,
+    BSuitorGPU,
     SuitorGPU,
     edge_ranks,
 )
