@@ -167,3 +167,15 @@ def test_cpu_workers_join_a_cluster_and_cpu_tasks_ask_for_them():
             assert fut.result(timeout=60) == 3
     assert task_resources("gpu", 0) == {"GPU": 1}
     assert task_resources("cpu", 0) is None  # nobody offers CPU=1: ask for nothing, never wait forever
+
+
+def test_auto_memory_limit_shares_the_host_among_workers():
+    from matchbench.runner.cluster import worker_memory_limit
+
+    assert worker_memory_limit("auto", 4, total=64 << 30) == 16 << 30
+    assert worker_memory_limit(None, 3, total=90) == 30
+    assert worker_memory_limit("12GiB", 4, total=64 << 30) == "12GiB"
+    assert worker_memory_limit(0, 4, total=64 << 30) == 0  # no limit, as Dask reads it
+    from distributed.system import MEMORY_LIMIT
+
+    assert worker_memory_limit("auto", 1) == MEMORY_LIMIT

@@ -46,16 +46,37 @@ def dask_cuda_available() -> tuple[bool, str]:
     return True, ""
 
 
+def worker_memory_limit(value: Any, n_workers: int, total: int | None = None) -> Any:
+    """Each worker's memory limit: ``auto`` shares the host's memory among the workers.
+
+    Dask's own ``auto`` gives a one-thread worker ``memory / cpu_count`` (1/16 of the host
+    on 16 cores), so that a worker building or solving a graph of 1e8 edges is killed by
+    its nanny while most of the memory is unused. Here ``auto`` (or null) is
+    ``total / n_workers``, ``total`` being Dask's view of the host (cgroup limits
+    included); any other value (bytes, "8GiB", 0 for no limit) goes to Dask as given.
+
+    >>> worker_memory_limit("auto", 4, total=64 << 30) == 16 << 30
+    True
+    >>> worker_memory_limit("12GiB", 4, total=64 << 30)
+    '12GiB'
+    """
+    if value not in (None, "auto"):
+        return value
+    if total is None:
+        from distributed.system import MEMORY_LIMIT as total
+    return int(total // max(1, int(n_workers)))
+
+
 def _local_cpu(cfg: dict[str, Any]):
     from distributed import LocalCluster
 
-    n = cfg.get("n_workers") or max(1, (os.cpu_count() or 1))
+    n = int(cfg.get("n_workers") or max(1, (os.cpu_count() or 1)))
     return LocalCluster(
-        n_workers=int(n),
+        n_workers=n,
         threads_per_worker=1,
         processes=True,
         dashboard_address=cfg.get("dashboard_address", ":8787"),
-        memory_limit=cfg.get("memory_limit", "auto"),
+        memory_limit=worker_memory_limit(cfg.get("memory_limit", "auto"), n),
         resources={"CPU": 1},
     )
 
@@ -86,6 +107,13 @@ def add_cpu_workers(cluster, n: int, memory_limit: Any = "auto") -> None:
     cluster.wait_for_workers(len(cluster.worker_spec))
 
 
+def _n_gpu_workers(cfg: dict[str, Any]) -> int:
+    devices = cfg.get("visible_devices")
+    if devices:
+        return len([d for d in str(devices).split(",") if d.strip()])
+    return max(1, gpu_count())
+
+
 def _local_cuda(cfg: dict[str, Any]):
     from dask_cuda import LocalCUDACluster
 
@@ -93,7 +121,9 @@ def _local_cuda(cfg: dict[str, Any]):
         "threads_per_worker": 1,
         "dashboard_address": cfg.get("dashboard_address", ":8787"),
         "resources": {"GPU": 1},
-        "memory_limit": cfg.get("memory_limit", "auto"),
+        "memory_limit": worker_memory_limit(
+            cfg.get("memory_limit", "auto"), _n_gpu_workers(cfg) + int(cfg.get("cpu_workers", 1) or 0)
+        ),
     }
     if cfg.get("visible_devices"):
         kwargs["CUDA_VISIBLE_DEVICES"] = cfg["visible_devices"]
@@ -134,7 +164,9 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
                 raise ClusterError(f"cluster=local_cuda: {why}; install matchbench[cuda12] or [cuda13]")
             cluster = _local_cuda(cfg)
             try:
-                add_cpu_workers(cluster, int(cfg.get("cpu_workers", 1) or 0), cfg.get("memory_limit", "auto"))
+                n_cpu = int(cfg.get("cpu_workers", 1) or 0)
+                limit = worker_memory_limit(cfg.get("memory_limit", "auto"), _n_gpu_workers(cfg) + n_cpu)
+                add_cpu_workers(cluster, n_cpu, limit)
             except BaseException:
                 cluster.close()
                 raise
