@@ -37,6 +37,7 @@ REDUCED: dict[str, list[str]] = {
     "mcm_auto_train": ["dataset=smoke", "gpu.repetitions=2"],
     "naim2015_suitor": ["dataset=wmatch_smoke", "gpu.repetitions=2"],
     "naim2015_fig5": ["dataset=wmatch_smoke", "algorithm.vertices_per_warp=1,8", "gpu.repetitions=2"],
+    "manne2016_sm": ["dataset=sm_smoke", "gpu.repetitions=2"],
 }
 
 
@@ -113,7 +114,7 @@ def test_quickstart_crosses_families_and_writes_the_report(tmp_path):
     assert Path(report).is_file() and Path(report).stat().st_size > 10_000
     df = read_results(tmp_path / "runs")
     ok = df[df.status == "ok"]
-    assert set(ok.problem) == {"mcm", "lap", "wmatch"} and ok.verified.all()
+    assert set(ok.problem) == {"mcm", "lap", "wmatch", "smarriage"} and ok.verified.all()
     assert {"hk", "pfp", "pr", "scipy_hk", "scipy_lsa", "lapjv", "hungarian_tree", "greedy", "ld",
             "suitor", "bsuitor", "mwm_exact"} <= set(ok.algorithm)
 

@@ -167,6 +167,18 @@ def test_version_2_rows_upgrade_with_their_initializer():
     assert new.column("t_e2e_s").to_pylist() == [1.5, 2.0, None]
     assert new.column("edges_per_s").to_pylist() == [10.0, 20.0, None]
     assert new.column("t_upload_s").null_count == 3
+    assert new.column("proposals_per_s").null_count == 3  # no counters: no rate
+
+
+def test_version_3_rows_get_proposals_per_second():
+    old = pa.table({
+        "problem": ["wmatch", "wmatch", "mcm"],
+        "t_solve_s": [0.5, None, 1.0],
+        "counters_json": ['{"proposals": 10}', '{"proposals": 4}', '{"phases": 3}'],
+    })
+    new = upgrade(old, 3)
+    assert new.schema == SCHEMA
+    assert new.column("proposals_per_s").to_pylist() == [20.0, None, None]
 
 
 def test_compare_keys_on_init():

@@ -33,7 +33,8 @@ times (seconds)
     the instance in place to the answer), t_transfer_s, t_verify_s, phases_json (solver
     phase seconds), edges_per_s (n_edges / t_solve_s: the instance's edges as the family
     counts them, e.g. undirected edges of a general graph, stored entries of a bipartite
-    one)
+    one), proposals_per_s (the solver's ``proposals`` counter / t_solve_s, where it has
+    one: the stable-marriage papers' TEPS, Suitor's proposals)
 counters
     kernel_launches, host_syncs, iterations, counters_json (all solver counters)
 memory
@@ -51,7 +52,7 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: ``status`` values: ok, error (an exception, bad input), timeout, oom (device or host
 #: memory), skipped (the solver declined the instance), crashed (the task's process died).
@@ -111,6 +112,7 @@ SCHEMA = pa.schema(
         ("t_solve_s", pa.float64()),
         ("t_e2e_s", pa.float64()),
         ("edges_per_s", pa.float64()),
+        ("proposals_per_s", pa.float64()),
         ("t_transfer_s", pa.float64()),
         ("t_verify_s", pa.float64()),
         ("phases_json", pa.string()),
@@ -199,10 +201,22 @@ def _v2_to_v3(table: pa.Table) -> pa.Table:
     return table
 
 
+def _v3_to_v4(table: pa.Table) -> pa.Table:
+    """3 -> 4 adds ``proposals_per_s``: ``proposals`` of ``counters_json`` / ``t_solve_s``."""
+    if "counters_json" not in table.column_names or "t_solve_s" not in table.column_names:
+        return table
+    rates = []
+    for cj, t in zip(table.column("counters_json").to_pylist(), table.column("t_solve_s").to_pylist(), strict=True):
+        proposals = json.loads(cj).get("proposals") if cj else None
+        ok = isinstance(proposals, int | float) and t is not None and t > 0
+        rates.append(float(proposals) / float(t) if ok else None)
+    return table.append_column("proposals_per_s", pa.array(rates, type=pa.float64()))
+
+
 # Upgrades from version v to v + 1; each takes and returns a pyarrow Table. Columns that
 # a version only adds (1 -> 2: experiment, instrumented, time_limit_s) need no step:
 # :func:`upgrade` fills them with nulls.
-_UPGRADES: dict[int, Any] = {2: _v2_to_v3}
+_UPGRADES: dict[int, Any] = {2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def upgrade(table: pa.Table, version: int) -> pa.Table:

@@ -265,6 +265,9 @@ def execute_task(
         n_edges, t_solve = row.get("n_edges"), row["t_solve_s"]
         if n_edges is not None and t_solve is not None and t_solve > 0:
             row["edges_per_s"] = float(n_edges) / float(t_solve)
+        proposals = counters.get("proposals")
+        if isinstance(proposals, int | float) and t_solve is not None and t_solve > 0:
+            row["proposals_per_s"] = float(proposals) / float(t_solve)
         row.update(
             kernel_launches=counters.get("kernel_launches"),
             host_syncs=counters.get("host_syncs"),
