@@ -114,7 +114,7 @@ def test_kronecker_is_skewed_and_thread_count_independent(monkeypatch):
     assert g.n_edges <= 2 * 16 * g.n_rows
     monkeypatch.setattr(generators, "_KRON_CHUNK", 1 << 12)  # many chunks
     many = generators.kronecker(12, seed=3)
-    monkeypatch.setattr(generators, "_threads", lambda: 1)
+    monkeypatch.setattr(generators, "host_cores", lambda: 1)
     one = generators.kronecker(12, seed=3)
     for x, y in zip(_arrays(many), _arrays(one), strict=True):
         np.testing.assert_array_equal(x, y)

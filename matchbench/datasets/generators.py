@@ -25,7 +25,6 @@ that makes a generator return another graph for the same arguments must bump
 from __future__ import annotations
 
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -34,6 +33,7 @@ import scipy.sparse as sp
 
 from matchbench.datasets import DatasetError, dataset
 from matchbench.problems.bipartite import INT32_MAX, BipartiteGraph, index_dtype
+from matchbench.threads import host_cores
 
 __all__ = ["delaunay", "erdos_renyi", "grid", "kronecker", "rgg", "road"]
 
@@ -50,13 +50,6 @@ def _check_int(what: str, value: Any, lo: int, hi: int | None = None) -> int:
         bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
         raise DatasetError(f"{what} must be {bound}, not {value}")
     return int(value)
-
-
-def _threads() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 def _from_symmetric_csr(
@@ -197,7 +190,7 @@ def kronecker(
         u[lo:hi] = ii
         v[lo:hi] = jj
 
-    with ThreadPoolExecutor(max_workers=min(_threads(), n_chunks)) as pool:
+    with ThreadPoolExecutor(max_workers=min(host_cores(), n_chunks)) as pool:
         list(pool.map(draw, range(n_chunks)))
     perm = np.random.default_rng(perm_seq).permutation(n).astype(idx)
     u = perm[u]

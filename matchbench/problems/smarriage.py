@@ -72,17 +72,18 @@ def _check_lists(n_own, n_other, ptr, lst):
 
 
 @njit(cache=True)
-def _keep_mutual(n_own, n_other, ptr, lst, optr, olst):
-    """For each entry ``(a, b)`` of one side, whether ``b``'s list holds ``a`` (O(total))."""
-    keep = np.zeros(lst.shape[0], dtype=np.bool_)
-    mark = np.full(n_own, -1, dtype=np.int64)
-    # transpose of this side's lists by the other side's person: entries pointing at b
-    cnt = np.zeros(n_other + 1, dtype=np.int64)
+def _transpose(n_own, n_other, ptr, lst):
+    """The entries of one side's lists grouped by the person they name (O(total)).
+
+    Returns ``(tptr, tpos, towner)``: the entries naming ``b`` are ``t`` in
+    ``[tptr[b], tptr[b + 1])``, entry ``tpos[t]`` of the list of ``towner[t]``.
+    """
+    tptr = np.zeros(n_other + 1, dtype=np.int64)
     for p in range(lst.shape[0]):
-        cnt[lst[p] + 1] += 1
+        tptr[lst[p] + 1] += 1
     for b in range(n_other):
-        cnt[b + 1] += cnt[b]
-    fill = cnt[:-1].copy()
+        tptr[b + 1] += tptr[b]
+    fill = tptr[:-1].copy()
     tpos = np.empty(lst.shape[0], dtype=np.int64)
     towner = np.empty(lst.shape[0], dtype=np.int64)
     for a in range(n_own):
@@ -91,10 +92,19 @@ def _keep_mutual(n_own, n_other, ptr, lst, optr, olst):
             tpos[fill[b]] = p
             towner[fill[b]] = a
             fill[b] += 1
+    return tptr, tpos, towner
+
+
+@njit(cache=True)
+def _keep_mutual(n_own, n_other, ptr, lst, optr, olst):
+    """For each entry ``(a, b)`` of one side, whether ``b``'s list holds ``a`` (O(total))."""
+    keep = np.zeros(lst.shape[0], dtype=np.bool_)
+    mark = np.full(n_own, -1, dtype=np.int64)
+    tptr, tpos, towner = _transpose(n_own, n_other, ptr, lst)
     for b in range(n_other):
         for q in range(optr[b], optr[b + 1]):
             mark[olst[q]] = b
-        for t in range(cnt[b], cnt[b + 1]):
+        for t in range(tptr[b], tptr[b + 1]):
             if mark[towner[t]] == b:
                 keep[tpos[t]] = True
     return keep
@@ -104,28 +114,14 @@ def _keep_mutual(n_own, n_other, ptr, lst, optr, olst):
 def _ranks(n_men, n_women, mptr, mlist, wptr, wlist, mrank):
     """Fill ``mrank[p]``: the rank woman ``mlist[p]`` gives the owner of entry ``p``."""
     pos = np.full(n_men, -1, dtype=np.int64)
-    cnt = np.zeros(n_women + 1, dtype=np.int64)
-    for p in range(mlist.shape[0]):
-        cnt[mlist[p] + 1] += 1
-    for w in range(n_women):
-        cnt[w + 1] += cnt[w]
-    fill = cnt[:-1].copy()
-    tpos = np.empty(mlist.shape[0], dtype=np.int64)
-    towner = np.empty(mlist.shape[0], dtype=np.int64)
-    for m in range(n_men):
-        for p in range(mptr[m], mptr[m + 1]):
-            w = mlist[p]
-            tpos[fill[w]] = p
-            towner[fill[w]] = m
-            fill[w] += 1
+    tptr, tpos, towner = _transpose(n_men, n_women, mptr, mlist)
     for w in range(n_women):
         for k in range(wptr[w], wptr[w + 1]):
             pos[wlist[k]] = k - wptr[w]
-        for t in range(cnt[w], cnt[w + 1]):
+        for t in range(tptr[w], tptr[w + 1]):
             mrank[tpos[t]] = pos[towner[t]]
         for k in range(wptr[w], wptr[w + 1]):
             pos[wlist[k]] = -1
-    return mrank
 
 
 def _compact(ptr: np.ndarray, lst: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -37,7 +37,6 @@ Conventions shared by the four:
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar
 
 import numba
@@ -48,6 +47,7 @@ from numba.core.extending import intrinsic
 
 from matchbench.problems.smarriage import Preferences, SMatching
 from matchbench.solvers.base import BaseSolver
+from matchbench.threads import host_cores, parse_threads
 
 #: a woman without a suitor: ranking(r_j, NULL) = n + 1 in Alg. 1, here above every word
 EMPTY = np.iinfo(np.int64).max
@@ -392,21 +392,6 @@ def _kernel_args(instance: Preferences) -> tuple[Any, ...]:
     return (instance.n_men, instance.n_women, instance.master, mptr, instance.mlist, instance.mrank)
 
 
-def _threads(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"threads must be a positive integer or null (all cores), not {value!r}")
-    return int(value)
-
-
-def _host_cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 class _SMCPU(BaseSolver):
     """Shared life cycle: compile in ``prepare`` (once per array dtypes), solve in ``run``."""
 
@@ -515,11 +500,11 @@ class _SMParallel(_SMCPU):
     """
 
     def __init__(self, threads: int | None = None) -> None:
-        self.threads = _threads(threads)
+        self.threads = parse_threads(threads)
         super().__init__(threads=threads)
 
     def _n_threads(self) -> int:
-        return self.threads or min(_host_cores(), numba.config.NUMBA_NUM_THREADS)
+        return self.threads or min(host_cores(), numba.config.NUMBA_NUM_THREADS)
 
     def skip(self, instance: Any) -> tuple[bool, str | None]:
         if self.threads is not None and self.threads > numba.config.NUMBA_NUM_THREADS:

@@ -29,7 +29,6 @@ real weights by the verifier. The rank computation and graph construction are in
 
 from __future__ import annotations
 
-import os
 from typing import Any, ClassVar
 
 import numpy as np
@@ -45,6 +44,7 @@ from matchbench.problems.wmatch import (
     precedes,
 )
 from matchbench.solvers.base import BaseSolver
+from matchbench.threads import host_cores, parse_threads
 
 # ---------------------------------------------------------------------------------------
 # Kernels
@@ -345,21 +345,6 @@ def _tiny(dtype: np.dtype) -> WeightedGraph:
     return g
 
 
-def _threads(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"threads must be a positive integer or null (all cores), not {value!r}")
-    return int(value)
-
-
-def _host_cores() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 class _WMatchCPU(BaseSolver):
     """Shared life cycle: compile in ``prepare`` (once per index dtype), solve in ``run``."""
 
@@ -512,7 +497,7 @@ class _NetworKit(_WMatchCPU):
 
     def __init__(self, threads: int | None = 1) -> None:
         super().__init__(threads=threads)
-        self.threads = _threads(threads)
+        self.threads = parse_threads(threads)
         self._nk_graph: Any = None
         self._nk_for: WeightedGraph | None = None
         self._raw: Any = None
@@ -549,14 +534,14 @@ class _NetworKit(_WMatchCPU):
     def prepare(self, instance: WeightedGraph, init: Any | None = None) -> None:
         import networkit as nk
 
-        nk.setNumberOfThreads(self.threads or _host_cores())
+        nk.setNumberOfThreads(self.threads or host_cores())
         if self._nk_for is not instance:
             self._nk_graph = self._build(instance)
             self._nk_for = instance
         self._graph = instance
         self._answer = None
         self._raw = None
-        self._counters = {"threads": self.threads or _host_cores()}
+        self._counters = {"threads": self.threads or host_cores()}
 
     def run(self) -> None:
         if self._nk_graph is None:

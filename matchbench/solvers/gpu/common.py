@@ -10,6 +10,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 
 @dataclass
 class DeviceBipartite:
@@ -159,3 +161,23 @@ def device_info() -> dict[str, Any]:
         "cuda_runtime_version": cp.cuda.runtime.runtimeGetVersion(),
         "cupy_version": cp.__version__,
     }
+
+
+def block_size(name: str, value: Any) -> int:
+    """A threads-per-block parameter: an integer multiple of 32 in [32, 1024].
+
+    >>> block_size("threads", 256)
+    256
+
+    Raises
+    ------
+    ValueError
+        Naming the parameter, for a bool, a non-integer or any other value.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | np.integer)
+        or not (32 <= int(value) <= 1024 and int(value) % 32 == 0)
+    ):
+        raise ValueError(f"{name} must be a multiple of 32 in [32, 1024], got {value!r}")
+    return int(value)

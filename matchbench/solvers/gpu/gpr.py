@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from matchbench.solvers.base import BaseSolver
+from matchbench.solvers.gpu.common import block_size
 
 VARIANTS = ("first", "noshr", "shr")
 STRATEGIES = ("fix", "adaptive")
@@ -799,10 +800,7 @@ class GPR(BaseSolver):
         relabel_interval(strategy, k, 1)  # validates strategy and k
         if threads is None:
             threads = 512 if persistent else 256
-        if not isinstance(threads, int | np.integer) or not (
-            32 <= int(threads) <= 1024 and int(threads) % 32 == 0
-        ):
-            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
+        threads = block_size("threads", threads)
         if not isinstance(blocks_per_sm, int | np.integer) or int(blocks_per_sm) < 1:
             raise ValueError(f"blocks_per_sm must be a positive integer, got {blocks_per_sm!r}")
         if relabel_stop is None:

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from matchbench.solvers.base import BaseInitializer
+from matchbench.solvers.gpu.common import block_size
 
 RULES = ("ks", "greedy")
 #: Slots of the initializer's counter array (``kernels/mcm_init.cu``).
@@ -97,12 +98,7 @@ class CheapGPU(BaseInitializer):
         for key, value in (("local", local), ("rounds", rounds), ("long_min", long_min)):
             if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
                 raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
-        if (
-            isinstance(threads, bool)
-            or not isinstance(threads, int | np.integer)
-            or not (32 <= int(threads) <= 1024 and int(threads) % 32 == 0)
-        ):
-            raise ValueError(f"threads must be a multiple of 32 in [32, 1024], got {threads!r}")
+        threads = block_size("threads", threads)
         super().__init__(
             rule=rule, local=int(local), rounds=int(rounds), long_min=int(long_min),
             threads=int(threads),

@@ -19,6 +19,7 @@ import numpy as np
 
 from matchbench.problems.smarriage import SMatching
 from matchbench.solvers.base import BaseSolver
+from matchbench.solvers.gpu.common import block_size
 
 #: Slots of the kernel's stats array.
 PROPOSALS, SCANNED, DISPLACED = 0, 1, 2
@@ -45,11 +46,7 @@ class MWGPU(BaseSolver):
     kernel_families: ClassVar[tuple[str, ...]] = ("smarriage",)
 
     def __init__(self, threads_per_block: int = 256) -> None:
-        if isinstance(threads_per_block, bool) or not isinstance(threads_per_block, int | np.integer):
-            raise ValueError(f"threads_per_block must be an integer, got {threads_per_block!r}")
-        tpb = int(threads_per_block)
-        if not (32 <= tpb <= 1024 and tpb % 32 == 0):
-            raise ValueError(f"threads_per_block must be a multiple of 32 in [32, 1024], got {tpb!r}")
+        tpb = block_size("threads_per_block", threads_per_block)
         super().__init__(threads_per_block=tpb)
         self._state: dict[str, Any] | None = None
         self._ran = False

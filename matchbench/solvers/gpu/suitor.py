@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from matchbench.solvers.base import BaseSolver
+from matchbench.solvers.gpu.common import block_size
 
 #: ``variant`` values of :class:`SuitorGPU`, in the kernel's numbering.
 VARIANTS = {"nosync": 0, "syncnolb": 1, "synclb": 2, "hybrid": 3}
@@ -456,11 +457,7 @@ class LDGPU(_WMatchGPU):
     )
 
     def __init__(self, threads_per_block: int = 256) -> None:
-        tpb = _check_int("threads_per_block", threads_per_block)
-        if not (32 <= tpb <= 1024 and tpb % 32 == 0):
-            raise ValueError(
-                f"threads_per_block must be a multiple of 32 in [32, 1024], got {tpb!r}"
-            )
+        tpb = block_size("threads_per_block", threads_per_block)
         super().__init__(threads_per_block=tpb)
 
     def _allocate(
@@ -554,11 +551,7 @@ class BSuitorGPU(_WMatchGPU):
     _kernel_names: ClassVar[tuple[str, ...]] = ("wmatch_bsuitor_reset", "wmatch_bsuitor")
 
     def __init__(self, threads_per_block: int = 128) -> None:
-        tpb = _check_int("threads_per_block", threads_per_block)
-        if not (32 <= tpb <= 1024 and tpb % 32 == 0):
-            raise ValueError(
-                f"threads_per_block must be a multiple of 32 in [32, 1024], got {tpb!r}"
-            )
+        tpb = block_size("threads_per_block", threads_per_block)
         super().__init__(threads_per_block=tpb)
 
     def skip(self, instance: Any) -> tuple[bool, str | None]:
