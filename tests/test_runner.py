@@ -155,3 +155,112 @@ def test_timeout_before_any_row_still_names_the_instance(tmp_path, faulty_path):
         proc.close()
     assert row["status"] == "timeout"
     assert row["instance"].startswith("er_") and row["n_rows"] == 128 and row["n_edges"] > 0
+
+
+_WORKER = """
+import pickle, sys, threading, time
+from matchbench.runner.child import TaskProcess
+task = pickle.load(open(sys.argv[1], "rb"))
+proc = TaskProcess()
+threading.Thread(target=proc.run, args=(task,), daemon=True).start()
+while proc._proc is None:
+    time.sleep(0.01)
+print(proc._proc.pid, flush=True)
+time.sleep(120)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_busy_task_process_dies_with_its_killed_worker(tmp_path, faulty_path):
+    """A worker killed mid-task leaves no orphan child computing on (issue: parent pid 1)."""
+    import os
+    import pickle
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    task = _task(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": "sleep", "at": -1, "seconds": 60})
+    (tmp_path / "task.pkl").write_bytes(pickle.dumps(task))
+    (tmp_path / "worker.py").write_text(_WORKER)
+    worker = subprocess.Popen(
+        [sys.executable, str(tmp_path / "worker.py"), str(tmp_path / "task.pkl")],
+        stdout=subprocess.PIPE, text=True,
+    )
+    child = int(worker.stdout.readline())
+    time.sleep(3)  # the child imports, loads the instance and sleeps in the warm-up
+    assert _alive(child)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    deadline = time.time() + 10
+    while _alive(child) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child), "the task process outlived its killed worker"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_ctrl_c_one_line_exit_130_no_orphans_then_resume_runs_the_rest_once(tmp_path, faulty_path):
+    """Ctrl-C mid-sweep: exit 130, one line with the resume command, no traceback, no
+    task process left; the same command with the resume settings runs only the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    import uuid
+
+    marker = uuid.uuid4().hex
+    env = dict(os.environ, MB_TEST_MARKER=marker)
+    args = [
+        sys.executable, "-m", "matchbench", "-m",
+        "algorithm._target_=_faulty_solvers.Faulty", "+algorithm.mode=sleep", "+algorithm.at=-1",
+        "+algorithm.seconds=4", "dataset=er", "dataset.scale=6", "dataset.seed=1,2,3,4,5,6",
+        "cluster=local_cpu", "cluster.n_workers=2", "cluster.dashboard_address=:0",
+        "gpu.repetitions=1", "gpu.warmup=0", f"run.results_dir={tmp_path / 'runs'}",
+        f"data_dir={tmp_path / 'data'}", "run.id=ctrlc",
+    ]
+    sweep = subprocess.Popen(
+        args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    run_dir = tmp_path / "runs"
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(run_dir.glob("date=*/run=ctrlc/part-*.parquet")):
+        time.sleep(0.2)
+    assert list(run_dir.glob("date=*/run=ctrlc/part-*.parquet")), "no task finished"
+    os.killpg(sweep.pid, signal.SIGINT)  # what Ctrl-C in the terminal does
+    _, err = sweep.communicate(timeout=120)
+    assert sweep.returncode == 130, err[-2000:]
+    assert "Traceback" not in err, err[-3000:]
+    assert "interrupted:" in err and "run.resume=true run.id=ctrlc" in err, err[-1000:]
+    # no task process of this sweep survives it
+    time.sleep(1)
+    left = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+            envb = open(f"/proc/{pid}/environ", "rb").read()
+        except OSError:
+            continue
+        if b"matchbench.runner.child" in cmd and marker.encode() in envb and _alive(int(pid)):
+            left.append(pid)
+    assert not left, f"task processes outlived the sweep: {left}"
+    first = read_results(run_dir)
+    done_before = set(first.task_id)
+    assert 0 < len(done_before) < 6
+    # resume: only the unfinished tasks run, each task once in the final dataset
+    resumed = subprocess.run(
+        [*args, "run.resume=true"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    final = read_results(run_dir)
+    assert final.task_id.nunique() == 6
+    assert final.groupby("task_id").size().max() == 1  # one repetition per task, once

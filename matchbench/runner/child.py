@@ -12,6 +12,13 @@ Protocol over a socket pair (pickled messages): the parent sends ``("task", task
 instance is in memory, ``("start", repetition)`` as each repetition starts and
 ``("row", row)`` as it ends, then ``("done", None)``, or ``("fail", message)``.
 
+The child never outlives its worker: on Linux the kernel kills it when the worker dies
+(``PR_SET_PDEATHSIG``, set as the child starts, then a check that the worker is still its
+parent, for a worker that died in between); elsewhere a watchdog thread exits once the
+child has been re-parented. A worker that exits normally kills its child (``atexit``).
+Without this a child busy in a long numba loop kept computing after its worker was
+killed or the sweep was interrupted.
+
 Two limits, both enforced here by killing the child: ``timeout_s`` (``run.task_timeout_s``)
 bounds the whole task, and ``time_limit_s`` (``algorithm.time_limit_s``, optional) each
 repetition, from its ``start``. A killed task's row says which limit it hit and carries
@@ -21,6 +28,7 @@ it in ``time_limit_s`` (a report prints such a cell as "> T s"). Without isolati
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import socket
@@ -64,7 +72,7 @@ class TaskProcess:
         parent, child = socket.socketpair()
         env = dict(os.environ)
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "matchbench.runner.child", str(child.fileno())],
+            [sys.executable, "-m", "matchbench.runner.child", str(child.fileno()), str(os.getpid())],
             pass_fds=(child.fileno(),),
             env=env,
             stdin=subprocess.DEVNULL,
@@ -164,10 +172,11 @@ _process: TaskProcess | None = None
 
 
 def task_process() -> TaskProcess:
-    """This worker's task process (one per worker process)."""
+    """This worker's task process (one per worker process; killed when the worker exits)."""
     global _process
     if _process is None:
         _process = TaskProcess()
+        atexit.register(_process.close)
     return _process
 
 
@@ -184,6 +193,36 @@ def run_task(task: dict[str, Any], *after: Any) -> list[Row]:
             r["t_total_s"] = time.perf_counter() - start
         return rows
     return task_process().run(task)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """End this process when ``parent_pid`` (the worker that started it) ends.
+
+    Linux: ``prctl(PR_SET_PDEATHSIG, SIGKILL)``, so the kernel kills the child even while
+    it runs compiled code that holds the GIL; then, should the worker already be gone
+    (re-parented before the call), exit now. Elsewhere: a daemon thread that polls the
+    parent pid every half second (it needs the GIL, so it acts between bytecodes).
+    The kernel's signal follows the *thread* that started the child: workers start it
+    from their long-lived task or plugin threads; a child lost otherwise is replaced
+    at the next task (``TaskProcess._run`` checks it first).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="matchbench-parent-watch", daemon=True).start()
 
 
 def _serve(fd: int) -> None:
@@ -215,4 +254,9 @@ def _serve(fd: int) -> None:
 
 
 if __name__ == "__main__":
+    # Ctrl-C reaches the whole process group: the sweep's client handles it; the child
+    # ends with its worker (no traceback of its own).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if len(sys.argv) > 2:
+        die_with_parent(int(sys.argv[2]))
     _serve(int(sys.argv[1]))

@@ -46,6 +46,27 @@ def dask_cuda_available() -> tuple[bool, str]:
     return True, ""
 
 
+@contextlib.contextmanager
+def _workers_ignore_ctrl_c() -> Iterator[None]:
+    """Start local workers with SIGINT ignored (inherited by their processes).
+
+    Ctrl-C goes to the terminal's whole process group; the sweep's client turns it into
+    one line and shuts the cluster down, so the nannies and workers must not each print
+    a KeyboardInterrupt traceback. Python (and asyncio) keep an inherited SIG_IGN.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 def worker_memory_limit(value: Any, n_workers: int, total: int | None = None) -> Any:
     """Each worker's memory limit: ``auto`` shares the host's memory among the workers.
 
@@ -162,16 +183,18 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
             ok, why = dask_cuda_available()
             if not ok:
                 raise ClusterError(f"cluster=local_cuda: {why}; install matchbench[cuda12] or [cuda13]")
-            cluster = _local_cuda(cfg)
-            try:
-                n_cpu = int(cfg.get("cpu_workers", 1) or 0)
-                limit = worker_memory_limit(cfg.get("memory_limit", "auto"), _n_gpu_workers(cfg) + n_cpu)
-                add_cpu_workers(cluster, n_cpu, limit)
-            except BaseException:
-                cluster.close()
-                raise
+            with _workers_ignore_ctrl_c():
+                cluster = _local_cuda(cfg)
+                try:
+                    n_cpu = int(cfg.get("cpu_workers", 1) or 0)
+                    limit = worker_memory_limit(cfg.get("memory_limit", "auto"), _n_gpu_workers(cfg) + n_cpu)
+                    add_cpu_workers(cluster, n_cpu, limit)
+                except BaseException:
+                    cluster.close()
+                    raise
         elif kind == "local_cpu":
-            cluster = _local_cpu(cfg)
+            with _workers_ignore_ctrl_c():
+                cluster = _local_cpu(cfg)
         else:
             raise ClusterError(f"unknown cluster kind {kind!r} (auto, local_cpu, local_cuda, external)")
         try:

@@ -97,16 +97,9 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
 
     Rows are written per task as soon as it finishes (a crash of this process loses
     only tasks in flight); with ``run.resume`` the tasks already in the run are skipped.
+    Ctrl-C ends the sweep with one line (what was kept, the resume command) and exit
+    status 130; the finished tasks' rows are already on disk.
     """
-    from distributed import as_completed
-
-    from matchbench.runner.cluster import (
-        cpu_workers,
-        gpu_workers,
-        make_client,
-        task_resources,
-        worker_count,
-    )
     from matchbench.runner.provenance import client_provenance
 
     stream = stream or sys.stderr
@@ -132,8 +125,10 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     )
 
     summary: Counter[str] = Counter()
+    finished: set[str] = set()
 
     def write(task_id: str, rows: list[dict[str, Any]]) -> None:
+        finished.add(task_id)
         for r in rows:
             r.update(common)
             summary[r.get("status", "error")] += 1
@@ -169,55 +164,17 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     if skipped_done:
         stream.write(f"resume: {skipped_done} task(s) already in run {run_id}, skipped\n")
 
-    if tasks:
-        with make_client(cluster_cfg) as client:
-            stream.write(f"matchbench run {run_id}: {len(tasks)} task(s) from {len(plans)} job(s)\n")
-            stream.write(f"Dask dashboard: {client.dashboard_link}\n")
-            stream.flush()
-            n_gpu = gpu_workers(client)
-            n_cpu = cpu_workers(client)
-            n_workers = worker_count(client)
-            stream.write(f"cluster: {n_workers} worker(s), {n_gpu} offering GPU=1, {n_cpu} offering CPU=1\n")
-            families = sorted({f for t in tasks.values() for f in t.get("kernel_families", [])})
-            if families and n_gpu:
-                client.register_plugin(PrecompileKernels(families))
-            if not n_gpu:
-                no_gpu = [tid for tid, t in tasks.items() if t["device"] == "gpu"]
-                if no_gpu:
-                    names = sorted({tasks[tid]["algorithm"] for tid in no_gpu})
-                    why = ("no worker of this cluster offers the resource GPU=1 (no GPU visible, "
-                           "or use cluster=local_cuda, or start workers with --resources GPU=1)")
-                    stream.write(f"skipped {len(no_gpu)} GPU task(s) ({', '.join(names)}): {why}\n")
-                    for tid in no_gpu:
-                        write(tid, [error_row(task_base(tasks.pop(tid)), f"GPU task but {why}", status="skipped")])
-            progress = Progress(len(tasks), stream)
-            futures = {}
-            # Tasks of one instance back to back: each worker's instance cache then hits
-            # instead of regenerating or re-reading a large graph per algorithm.
-            from matchbench.datasets import disk_cache_path, instance_key
-            from matchbench.runner.child import run_task
-
-            order = sorted(tasks.items(), key=lambda kv: instance_key(kv[1]["instance_spec"]))
-            warm = _warm_instances(client, [t for _, t in order], n_gpu, n_cpu, stream)
-            for tid, t in order:
-                path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
-                after = [warm[str(path)]] if str(path) in warm and t["device"] == "gpu" else []
-                fut = client.submit(
-                    run_task, t, *after, pure=False, key=f"{t['algorithm']}-{tid}",
-                    resources=task_resources(t["device"], n_cpu),
-                )
-                futures[fut] = tid
-            for fut in as_completed(list(futures)):
-                tid = futures[fut]
-                t = tasks[tid]
-                try:
-                    rows = fut.result()
-                except Exception as exc:  # the worker itself died or the task was lost
-                    rows = [error_row(task_base(t), exc, status="crashed", stage="worker")]
-                if not rows:
-                    rows = [error_row(task_base(t), "task produced no rows", status="error")]
-                write(tid, rows)
-                progress.update(t, rows)
+    to_run = set(tasks)
+    try:
+        _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream)
+    except KeyboardInterrupt:
+        writer.write_manifest({"interrupted": datetime.now(UTC).isoformat()})
+        stream.write(
+            f"\ninterrupted: {len(finished & to_run)} of {len(to_run)} task(s) finished and written to "
+            f"{writer.dir}; the others will run on resume:\n  {resume_command(run_id)}\n"
+        )
+        stream.flush()
+        raise SystemExit(130) from None
 
     writer.write_manifest({"finished": datetime.now(UTC).isoformat()})
     out = {"run_id": run_id, "dir": str(writer.dir), "rows": dict(summary), "tasks": len(tasks)}
@@ -225,6 +182,78 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     if run.get("report"):
         out["report"] = write_run_report(writer.dir, run_id, stream)
     return out
+
+
+def _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream) -> None:
+    """Submit the tasks to the cluster and write each one's rows as it finishes."""
+    from distributed import as_completed
+
+    from matchbench.runner.cluster import (
+        cpu_workers,
+        gpu_workers,
+        make_client,
+        task_resources,
+        worker_count,
+    )
+
+    if not tasks:
+        return
+    with make_client(cluster_cfg) as client:
+        stream.write(f"matchbench run {run_id}: {len(tasks)} task(s) from {len(plans)} job(s)\n")
+        stream.write(f"Dask dashboard: {client.dashboard_link}\n")
+        stream.flush()
+        n_gpu = gpu_workers(client)
+        n_cpu = cpu_workers(client)
+        n_workers = worker_count(client)
+        stream.write(f"cluster: {n_workers} worker(s), {n_gpu} offering GPU=1, {n_cpu} offering CPU=1\n")
+        families = sorted({f for t in tasks.values() for f in t.get("kernel_families", [])})
+        if families and n_gpu:
+            client.register_plugin(PrecompileKernels(families))
+        if not n_gpu:
+            no_gpu = [tid for tid, t in tasks.items() if t["device"] == "gpu"]
+            if no_gpu:
+                names = sorted({tasks[tid]["algorithm"] for tid in no_gpu})
+                why = ("no worker of this cluster offers the resource GPU=1 (no GPU visible, "
+                       "or use cluster=local_cuda, or start workers with --resources GPU=1)")
+                stream.write(f"skipped {len(no_gpu)} GPU task(s) ({', '.join(names)}): {why}\n")
+                for tid in no_gpu:
+                    write(tid, [error_row(task_base(tasks.pop(tid)), f"GPU task but {why}", status="skipped")])
+        progress = Progress(len(tasks), stream)
+        futures = {}
+        # Tasks of one instance back to back: each worker's instance cache then hits
+        # instead of regenerating or re-reading a large graph per algorithm.
+        from matchbench.datasets import disk_cache_path, instance_key
+        from matchbench.runner.child import run_task
+
+        order = sorted(tasks.items(), key=lambda kv: instance_key(kv[1]["instance_spec"]))
+        warm = _warm_instances(client, [t for _, t in order], n_gpu, n_cpu, stream)
+        for tid, t in order:
+            path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
+            after = [warm[str(path)]] if str(path) in warm and t["device"] == "gpu" else []
+            fut = client.submit(
+                run_task, t, *after, pure=False, key=f"{t['algorithm']}-{tid}",
+                resources=task_resources(t["device"], n_cpu),
+            )
+            futures[fut] = tid
+        for fut in as_completed(list(futures)):
+            tid = futures[fut]
+            t = tasks[tid]
+            try:
+                rows = fut.result()
+            except Exception as exc:  # the worker itself died or the task was lost
+                rows = [error_row(task_base(t), exc, status="crashed", stage="worker")]
+            if not rows:
+                rows = [error_row(task_base(t), "task produced no rows", status="error")]
+            write(tid, rows)
+            progress.update(t, rows)
+
+
+def resume_command(run_id: str) -> str:
+    """The command line of this process with ``run.resume=true run.id=<run_id>`` added."""
+    import shlex
+
+    args = [a for a in sys.argv[1:] if not a.startswith(("run.resume=", "run.id="))]
+    return " ".join(["matchbench", *map(shlex.quote, args), "run.resume=true", f"run.id={run_id}"])
 
 
 def _warm_instances(client, tasks: list[dict[str, Any]], n_gpu: int, n_cpu: int, stream) -> dict[str, Any]:
