@@ -41,6 +41,9 @@ class Faulty(BaseSolver):
                 raise RuntimeError("planted failure")
             elif self.mode == "crash":
                 os.kill(os.getpid(), signal.SIGKILL)
+            elif self.mode == "kill_worker":  # the task process's parent: the Dask worker
+                os.kill(os.getppid(), signal.SIGKILL)
+                time.sleep(60)  # ended with the worker (PR_SET_PDEATHSIG)
             elif self.mode == "oom":
                 raise MemoryError("planted out of memory")
         # perm_type="row": for each column, the row matched to it

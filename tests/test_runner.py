@@ -264,3 +264,28 @@ def test_ctrl_c_one_line_exit_130_no_orphans_then_resume_runs_the_rest_once(tmp_
     final = read_results(run_dir)
     assert final.task_id.nunique() == 6
     assert final.groupby("task_id").size().max() == 1  # one repetition per task, once
+
+
+def test_sweep_survives_killed_workers_with_right_counts(tmp_path, faulty_path):
+    """A task that kills its Dask worker is retried once elsewhere, then recorded as
+    ``crashed``; every other task's rows are written; the counts come out right."""
+    import os
+    import subprocess
+    import sys
+
+    args = [
+        sys.executable, "-m", "matchbench", "-m",
+        "algorithm._target_=_faulty_solvers.Faulty", "+algorithm.mode=none,kill_worker",
+        "+algorithm.at=-1", "dataset=er", "dataset.scale=6", "dataset.seed=1,2",
+        "cluster=local_cpu", "cluster.n_workers=2", "cluster.dashboard_address=:0",
+        "gpu.repetitions=1", "gpu.warmup=0", f"run.results_dir={tmp_path / 'runs'}",
+        f"data_dir={tmp_path / 'data'}", "run.id=killed",
+    ]
+    done = subprocess.run(args, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    df = read_results(tmp_path / "runs")
+    assert df.task_id.nunique() == 4 and df.groupby("task_id").size().max() == 1
+    by_mode = df.assign(mode=df.variant.str.extract(r"mode=(\w+)")[0]).groupby("mode").status
+    assert sorted(by_mode.get_group("none")) == ["ok", "ok"]
+    crashed = df[df.status == "crashed"]
+    assert len(crashed) == 2 and crashed.error.str.contains("KilledWorker|died", regex=True).all()
