@@ -36,4 +36,7 @@ def test_life_cycle_errors_before_prepare():
 def test_skip_names_a_reason_without_gpu():
     p = Preferences.from_lists([[0]], [[0]], name="n1")
     skip, reason = MWGPU().skip(p)
-    assert not skip or reason
+    if skip:  # only for want of a device: this instance needs a few bytes
+        assert "CUDA device" in reason, reason
+    else:
+        assert reason is None
