@@ -11,14 +11,24 @@ workers of ``local_cuda`` (default 1: one reference at a time, so references nei
 share a GPU worker's cores nor disturb its timings nor each other's). CPU tasks ask for
 ``CPU=1`` whenever some worker offers it (see :func:`task_resources`); on an external
 cluster start CPU-only workers with ``--resources CPU=1``.
+
+``external`` takes exactly one of ``cluster.address`` and ``cluster.scheduler_file``; a
+scheduler it cannot reach within ``cluster.connect_timeout_s``, or one that fewer than
+``cluster.min_workers`` workers join within ``cluster.wait_for_workers_s``, is a
+:class:`ClusterError` naming the setting, never a sweep that waits forever. The sweep's
+``cluster.allowed_failures`` is also set on the external scheduler (a scheduler reads the
+Dask setting only as it starts).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -158,17 +168,15 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
     from distributed import Client
 
     kind = cfg.get("kind", "auto")
-    # Sweep rows are written by the client; the scheduler must not retry a task whose
-    # worker died (the task process already turned that into a row).
-    settings = {"distributed.scheduler.allowed-failures": int(cfg.get("allowed_failures", 1))}
+    # A task whose *task process* crashed is already a row; a task whose *worker* died
+    # (host OOM kill, lost node) is retried on another worker up to allowed_failures
+    # times, then the client writes it as a ``crashed`` row. Dask's default (3) would let
+    # one bad instance take down four workers.
+    allowed = int(cfg.get("allowed_failures", 1))
+    settings = {"distributed.scheduler.allowed-failures": allowed}
     with dask.config.set(settings):
         if kind == "external":
-            if cfg.get("scheduler_file"):
-                client = Client(scheduler_file=cfg["scheduler_file"])
-            elif cfg.get("address"):
-                client = Client(cfg["address"])
-            else:
-                raise ClusterError("cluster=external needs cluster.address or cluster.scheduler_file")
+            client = external_client(cfg)
             try:
                 yield client
             finally:
@@ -202,6 +210,111 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
                 yield client
         finally:
             cluster.close()
+
+
+def scheduler_address(cfg: dict[str, Any]) -> tuple[str, str]:
+    """The scheduler address of ``cluster=external`` and the setting it came from.
+
+    Exactly one of ``cluster.address`` and ``cluster.scheduler_file`` must be set. A
+    scheduler file that does not exist yet is waited for up to ``connect_timeout_s``
+    (a scheduler started just before the sweep writes it within a second or two).
+
+    >>> scheduler_address({"address": "tcp://head:8786"})
+    ('tcp://head:8786', 'cluster.address')
+    """
+    address, path = cfg.get("address"), cfg.get("scheduler_file")
+    if address and path:
+        raise ClusterError(
+            f"cluster=external: cluster.address={address} and cluster.scheduler_file={path} "
+            "are both set; give one of them"
+        )
+    if not address and not path:
+        raise ClusterError(
+            "cluster=external: neither cluster.address nor cluster.scheduler_file is set; give "
+            "cluster.address=tcp://HOST:8786 or cluster.scheduler_file=PATH (the file of "
+            "`dask scheduler --scheduler-file PATH`)"
+        )
+    if address:
+        return str(address), "cluster.address"
+    timeout = float(cfg.get("connect_timeout_s") or 30)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            info = json.loads(Path(path).read_text(encoding="utf-8"))
+            return str(info["address"]), f"cluster.scheduler_file={path}"
+        except FileNotFoundError:
+            why = "no such file"
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            why = f"not a Dask scheduler file ({type(exc).__name__}: {exc})"
+        if time.monotonic() >= deadline:
+            raise ClusterError(
+                f"cluster=external: cluster.scheduler_file={path}: {why} after {timeout:g} s "
+                "(cluster.connect_timeout_s); start `dask scheduler --scheduler-file PATH` first, "
+                "with PATH on a filesystem this host reads"
+            )
+        time.sleep(0.2)
+
+
+def external_client(cfg: dict[str, Any]):
+    """A client of the running scheduler of ``cluster=external``, with workers joined.
+
+    Raises :class:`ClusterError` (naming the setting) when the scheduler cannot be
+    reached within ``cluster.connect_timeout_s`` or fewer than ``cluster.min_workers``
+    workers have joined it within ``cluster.wait_for_workers_s``: the sweep counts the
+    workers' ``GPU``/``CPU`` resources once, as it starts (see :func:`task_resources`).
+    """
+    from distributed import Client
+
+    address, source = scheduler_address(cfg)
+    timeout = float(cfg.get("connect_timeout_s") or 30)
+    try:
+        client = Client(address, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise ClusterError(
+            f"cluster=external: cannot reach the Dask scheduler at {address} ({source}) within "
+            f"{timeout:g} s (cluster.connect_timeout_s): {exc}. Is `dask scheduler` running "
+            "there, and its port open from this host?"
+        ) from None
+    try:
+        n = max(1, int(cfg.get("min_workers") or 1))
+        wait = float(cfg.get("wait_for_workers_s") or 60)
+        if worker_count(client) < n:
+            log.info("cluster=external: waiting up to %g s for %d worker(s) at %s", wait, n, address)
+            try:
+                client.wait_for_workers(n, timeout=wait)
+            except TimeoutError:
+                raise ClusterError(
+                    f"cluster=external: {worker_count(client)} worker(s) joined the scheduler at "
+                    f"{address} within {wait:g} s (cluster.wait_for_workers_s), fewer than "
+                    f"cluster.min_workers={n}; start workers with `dask worker {address} ...` "
+                    "(see the README, 'Beyond one machine')"
+                ) from None
+        _set_allowed_failures(client, int(cfg.get("allowed_failures", 1)))
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def _set_allowed_failures(client, n: int) -> None:
+    """Set the running scheduler's ``allowed_failures`` (how often a task may lose its worker).
+
+    The function run on the scheduler is defined inside, so that cloudpickle sends it by
+    value: the scheduler's environment need not have matchbench installed.
+    """
+
+    def swap(dask_scheduler=None, n=n):
+        old = dask_scheduler.allowed_failures
+        dask_scheduler.allowed_failures = n
+        return old
+
+    try:
+        old = client.run_on_scheduler(swap)
+    except Exception as exc:  # noqa: BLE001 - the sweep still runs, under the scheduler's own setting
+        log.warning("cluster=external: could not set the scheduler's allowed-failures to %d (%s)", n, exc)
+        return
+    if old != n:
+        log.info("cluster=external: the scheduler's allowed-failures is now %d (was %s)", n, old)
 
 
 def _workers(client) -> dict:
