@@ -7,12 +7,14 @@ import pytest
 from matchbench.problems import Problem, get_problem, problem_table
 from matchbench.problems.lap import LAP
 from matchbench.problems.mcm import MCM
+from matchbench.problems.mwpm import MWPM
 from matchbench.problems.smarriage import SM
 from matchbench.problems.wmatch import WMatch
 
 
 @pytest.mark.parametrize(
-    ("name", "cls"), [("mcm", MCM), ("lap", LAP), ("wmatch", WMatch), ("smarriage", SM)]
+    ("name", "cls"),
+    [("mcm", MCM), ("lap", LAP), ("wmatch", WMatch), ("smarriage", SM), ("mwpm", MWPM)],
 )
 def test_get_problem_finds_the_family_module(name, cls):
     p = get_problem(name)
@@ -38,13 +40,14 @@ def test_unknown_or_malformed_name_names_the_known_ones(name):
         get_problem(name)
     message = str(info.value)
     assert repr(name) in message
-    assert "known: lap, mcm, smarriage, wmatch" in message
+    assert "known: lap, mcm, mwpm, smarriage, wmatch" in message
 
 
 def test_problem_table_lists_exactly_the_families():
     assert problem_table() == {
         "lap": {"objective": "cost", "sense": "min", "exact": True},
         "mcm": {"objective": "cardinality", "sense": "max", "exact": True},
+        "mwpm": {"objective": "weight", "sense": "max", "exact": False},
         "smarriage": {"objective": "pairs", "sense": "max", "exact": True},
         "wmatch": {"objective": "weight", "sense": "max", "exact": False},
     }
@@ -66,4 +69,4 @@ def test_problem_table_skips_modules_that_fail_or_hold_no_family(monkeypatch):
     stray.MCM = MCM  # a family class under another module's name is not a family
     monkeypatch.setitem(sys.modules, "matchbench.problems.stray", stray)
     monkeypatch.setattr(pkgutil, "iter_modules", with_strays)
-    assert sorted(problem_table()) == ["lap", "mcm", "smarriage", "wmatch"]
+    assert sorted(problem_table()) == ["lap", "mcm", "mwpm", "smarriage", "wmatch"]
