@@ -413,3 +413,20 @@ def test_workers_without_resources_run_cpu_tasks_and_skip_gpu_tasks(tmp_path):
     assert "1 worker(s), 0 offering GPU=1, 0 offering CPU=1" in log.getvalue()
     df = read_results(summary["dir"])
     assert dict(zip(df.algorithm, df.status, strict=True)) == {"hk": "ok", "pfp": "skipped"}
+
+
+def test_unreachable_scheduler_ends_the_sweep_with_one_line(tmp_path):
+    """From the command line: exit status 2 and one line naming the setting, no traceback."""
+    port = _closed_port()
+    res = subprocess.run(
+        [
+            sys.executable, "-m", "matchbench", "-m", "algorithm=hk", "dataset=smoke", "cluster=external",
+            f"cluster.address=tcp://127.0.0.1:{port}", "cluster.connect_timeout_s=2",
+            f"run.results_dir={tmp_path / 'runs'}", "hydra.sweep.dir=" + str(tmp_path / "h"),
+        ],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert res.returncode == 2, (res.returncode, res.stderr[-2000:])
+    assert "Traceback" not in res.stderr, res.stderr[-2000:]
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("matchbench: error:")]
+    assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0] and "cluster.address" in lines[0]

@@ -165,8 +165,15 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
         stream.write(f"resume: {skipped_done} task(s) already in run {run_id}, skipped\n")
 
     to_run = set(tasks)
+    from matchbench.runner.cluster import ClusterError
+
     try:
         _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream)
+    except ClusterError as exc:  # no cluster to run on: one line, not a traceback
+        writer.write_manifest({"failed": str(exc)})
+        stream.write(f"matchbench: error: {exc}\n")
+        stream.flush()
+        raise SystemExit(2) from None
     except KeyboardInterrupt:
         writer.write_manifest({"interrupted": datetime.now(UTC).isoformat()})
         stream.write(
@@ -246,6 +253,10 @@ def _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream) -> None:
                 rows = [error_row(task_base(t), "task produced no rows", status="error")]
             write(tid, rows)
             progress.update(t, rows)
+            # Done with it: a worker that dies later must not make the scheduler recompute
+            # a result that is already on disk.
+            del futures[fut]
+            fut.release()
 
 
 def resume_command(run_id: str) -> str:
