@@ -19,6 +19,17 @@
 //   consecutive entries of his list at once (a ballot finds the first woman he could win).
 //   Lists of thousands of entries (the hard instance: n) are scanned 32 entries per step.
 //
+// - Master lists (the hard instances; smarriage_mw_master). Every man scans the same list,
+//   so a woman sits at the same position p in every list, and her suitor word carries the
+//   suitor's rank (the rank every woman gives him). The warp that displaces a man from the
+//   woman at p therefore knows where he resumes (p + 1) and what his word is (the old word)
+//   without a memory access, and it goes on with him at once, on the 32 suitor words it has
+//   already read (a stale word is never below the current one, so a woman seen as hopeless
+//   is hopeless; one wrongly seen as a candidate costs one failed atomicMin). There McVitie-
+//   Wilson is an insertion sort (n^2/4 displacements, each one step down the common list),
+//   and each displacement costs one atomic instead of three dependent L2 round trips (nxt,
+//   the words, the atomic) and two fences.
+//
 // Invariants (the race argument). A man is active in exactly one warp at a time: in his
 // own warp until he is accepted, then only in the warp whose atomicMin returned his word
 // (unique). nxt[m], the position after the last woman he proposed to, is written only by
@@ -32,8 +43,8 @@
 #define SM_FREE 0xffffffffffffffffull
 
 // Slots of the stats array.
-#define SM_PROPOSALS 0
-#define SM_SCANNED 1
+#define SM_PROPOSALS 0  // atomics issued (the solver reports them as "atomics")
+#define SM_SCANNED 1    // women considered, hopeless ones included (reported as "proposals")
 #define SM_DISPLACED 2
 
 __device__ __forceinline__ unsigned long long sm_word(long long rank, mb_index man) {
@@ -46,9 +57,71 @@ extern "C" __global__ void smarriage_reset(unsigned long long* S, mb_index n_wom
   MB_GRID_STRIDE(i, n_men) nxt[i] = 0;
 }
 
-// master != 0: every man's list is mlist[0 .. n_women) and mrank[m] is the rank every
-// woman gives man m (the hard instances); else man m's list is mlist[mptr[m] .. mptr[m+1])
-// and mrank[p] the rank the woman of entry p gives him.
+// Master lists: every man's list is mlist[0 .. n_women) and mrank[m] is the rank every
+// woman gives man m (the header's "master lists"). nxt is not used: a displaced man
+// resumes after the position where he was displaced, which his displacer knows.
+extern "C" __global__ void smarriage_mw_master(const mb_index* __restrict__ mlist,
+                                              const int* __restrict__ mrank, mb_index n_men,
+                                              mb_index n_women, unsigned long long* S,
+                                              unsigned long long* stats) {
+  const int lane = threadIdx.x & 31;
+  const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+  const long long n = (long long)n_women;
+  unsigned long long proposals = 0, scanned = 0, displaced = 0;
+  for (long long g = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; g < n_men;
+       g += warps) {
+    unsigned long long word = sm_word((long long)mrank[g], (mb_index)g);
+    long long k = 0;       // the next position the current man considers
+    long long cbase = -1;  // the chunk of positions [cbase, cbase + 32) the lanes hold
+    mb_index w = 0;        // this lane's woman, mlist[cbase + lane]
+    unsigned long long sw = 0;  // her suitor word when read (or since improved by us)
+    while (k < n) {
+      if (cbase < 0 || k >= cbase + 32) {  // read the next 32 positions
+        cbase = k;
+        const long long p = cbase + lane;
+        if (p < n) {
+          w = mlist[p];
+          sw = __ldcg(S + w);
+        }
+      }
+      const long long p = cbase + lane;
+      const bool cand = p >= k && p < n && sw > word;  // not hopeless (as far as we know)
+      const unsigned bal = __ballot_sync(SM_FULL, cand);
+      if (bal == 0u) {
+        const long long stop = min(cbase + 32, n);
+        scanned += (unsigned long long)(stop - k);
+        k = stop;
+        continue;
+      }
+      const int f = __ffs(bal) - 1;
+      scanned += (unsigned long long)(cbase + f - k + 1);
+      ++proposals;
+      unsigned long long old = 0;
+      if (lane == f) {
+        old = atomicMin(S + w, word);
+        sw = old < word ? old : word;  // what she holds now (or better)
+      }
+      old = __shfl_sync(SM_FULL, old, f);
+      k = cbase + f + 1;  // she is proposed to either way: never again
+      if (old > word) {   // accepted
+        if (old == SM_FREE) break;
+        ++displaced;
+        word = old;  // McVitie-Wilson: go on with the man displaced, from position k
+      }
+      // else: she took a better man between the read and the atomic; scan on
+    }
+    // k == n: the current man ends single (more men than women); nothing to record
+  }
+  if (lane == 0) {
+    if (proposals) atomicAdd(stats + SM_PROPOSALS, proposals);
+    if (scanned) atomicAdd(stats + SM_SCANNED, scanned);
+    if (displaced) atomicAdd(stats + SM_DISPLACED, displaced);
+  }
+}
+
+// Lists: man m's list is mlist[mptr[m] .. mptr[m+1]) and mrank[p] the rank the woman of
+// entry p gives him. (master != 0 runs the same protocol on master lists, through nxt;
+// smarriage_mw_master is the fast path for those.)
 extern "C" __global__ void smarriage_mw(const mb_index* __restrict__ mptr,
                                        const mb_index* __restrict__ mlist,
                                        const int* __restrict__ mrank, int master,

@@ -145,3 +145,49 @@ def test_correct_answers_verify_with_their_objective():
         wife = _gs(inst)
         v = PROBLEM.verify(inst, SMatching(wife))
         assert v.verified and v.objective == SMatching(wife).pairs == v.reference
+
+
+@pytest.mark.parametrize("make", [_complete, _incomplete, _master])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_proposal_count_is_what_the_answer_implies(make, seed):
+    """Every solver's count of women considered passes; one more or one fewer is rejected."""
+    from matchbench.solvers.cpu.sm_ref import McVitieWilson, ParallelGaleShapley, ParallelMcVitieWilson
+
+    inst = make(40, seed)
+    counts = set()
+    for cls in (GaleShapley, McVitieWilson, ParallelGaleShapley, ParallelMcVitieWilson):
+        s = cls()
+        s.prepare(inst)
+        s.run()
+        got = s.result()
+        assert got.proposals == s.counters()["proposals"]
+        v = PROBLEM.verify(inst, got)
+        assert v.verified, (cls.name, v.reason)
+        counts.add(got.proposals)
+    assert len(counts) == 1
+    if make is _master:  # paper IV, Sec. 4
+        assert counts == {40 * 41 // 2}
+    (n,) = counts
+    for wrong in (n - 1, n + 1, 0):
+        v = PROBLEM.verify(inst, SMatching(got.wife, proposals=wrong))
+        assert not v.verified
+        assert f"reports {wrong} women considered, the answer implies {n}" in v.reason
+
+
+def test_the_proposal_count_of_single_men_is_their_whole_list():
+    # man 0 lists women 0 and 1, both prefer man 1; man 1 lists woman 0 only
+    inst = Preferences.from_lists([[0, 1], [0]], [[1, 0], [1, 0]])
+    s = GaleShapley()
+    s.prepare(inst)
+    s.run()
+    got = s.result()
+    assert got.wife.tolist() == [1, 0]
+    assert got.proposals == 3  # man 0: women 0 (lost) and 1; man 1: woman 0
+    # woman 1 lists nobody who lists her: man 0's list is purged to [0], and he ends single
+    single = Preferences.from_lists([[0, 1], [0]], [[1, 0], [1]])
+    assert single.purged == 2
+    s.prepare(single)
+    s.run()
+    got = s.result()
+    assert got.wife.tolist() == [-1, 0] and got.proposals == 2  # man 0: his whole list
+    assert PROBLEM.verify(single, got).verified

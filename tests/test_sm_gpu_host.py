@@ -20,8 +20,15 @@ def test_rejects_bad_threads_per_block(tpb):
         MWGPU(threads_per_block=tpb)
 
 
+@pytest.mark.parametrize("kernel", [True, "Fast", "", None])
+def test_rejects_an_unknown_master_kernel(kernel):
+    with pytest.raises(ValueError, match="master_kernel must be 'fast' or 'lists'"):
+        MWGPU(master_kernel=kernel)
+
+
 def test_config_instantiates():
     s = instantiate(OmegaConf.load(CONF / "mw_gpu.yaml"))
+    assert s.params == {"threads_per_block": 256, "master_kernel": "fast"}
     assert type(s) is MWGPU and s.name == "mw_gpu" and s.problem == "smarriage"
     assert s.device == "gpu" and s.kernel_families == ("smarriage",)
 

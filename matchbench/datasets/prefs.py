@@ -47,9 +47,15 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
+from numba import njit, prange
 
 from matchbench.datasets import DatasetError, dataset, default_data_dir
-from matchbench.problems.smarriage import Preferences, _check_lists
+from matchbench.problems.smarriage import (
+    Preferences,
+    _check_lists,
+    _fill_owners,
+    _group_by_key,
+)
 from matchbench.problems.wmatch import WeightedGraph, edge_order
 
 __all__ = [
@@ -266,24 +272,40 @@ def _ids(n: int) -> type:
     return np.int32 if n < 2**31 else np.int64
 
 
+@njit(cache=True, parallel=True)
+def _has_repeat(women, mptr):
+    """Whether man ``m``'s entries ``women[mptr[m]:mptr[m + 1]]`` repeat a woman, every
+    man (``prange``). Pairwise, O(k^2) for a list of k: fine for sm_easy's k = O(log n)
+    (about 17 to 35 at n = 25 million), and branch-light enough to vectorise."""
+    n = mptr.shape[0] - 1
+    rep = np.zeros(n, dtype=np.bool_)
+    for m in prange(n):
+        s, e = mptr[m], mptr[m + 1]
+        hit = False
+        for p in range(s + 1, e):
+            w = women[p]
+            for q in range(s, p):
+                hit |= women[q] == w
+            if hit:
+                break
+        rep[m] = hit
+    return rep
+
+
 def _distinct_per_man(
-    women: np.ndarray, man_of: np.ndarray, mptr: np.ndarray, n: int, rng: np.random.Generator
+    women: np.ndarray, mptr: np.ndarray, n: int, rng: np.random.Generator
 ) -> None:
     """Redraw, in place, every entry that repeats an earlier woman of the same man.
 
-    One sort of all ``(man, woman)`` keys finds the men with a repeat (few: a man draws
+    A parallel pass (:func:`_has_repeat`) finds the men with a repeat (few: a man draws
     k = O(log n) of n women); their entries are then redrawn until distinct, later
     repeats first. The result is uniform over the ordered k-tuples of distinct women:
     the process treats every woman alike, and relabelling the women maps any such tuple
     onto any other.
     """
-    key = man_of.astype(np.int64) * n + women
-    key.sort()
-    dup = key[1:][key[1:] == key[:-1]]
-    del key
-    if not dup.size:
+    men = np.flatnonzero(_has_repeat(women, mptr))
+    if not men.size:
         return
-    men = np.unique(dup // n)
     lens = (mptr[men + 1] - mptr[men]).astype(np.int64)
     local = np.repeat(np.arange(men.size, dtype=np.int64), lens)
     starts = np.repeat(
@@ -302,27 +324,25 @@ def _distinct_per_man(
     women[pos] = sub
 
 
-def _random_order_by(key_of: np.ndarray, n_keys: int, rng: np.random.Generator) -> np.ndarray:
-    """A permutation grouping the entries by ``key_of`` (ascending), in a random order
-    inside each group: one sort of ``key_of << R | random R bits``, equal keys put back in
-    entry order so that the result never depends on the sort's algorithm."""
+def _random_bits(n_keys: int, size: int, rng: np.random.Generator) -> np.ndarray:
+    """The random sort keys of :func:`_random_order_by`: R = min(63 - bits(n_keys - 1), 40)
+    bits per entry, so that ``key << R | bits`` fits an int64 (the layout of the single
+    sort this replaced, kept so that the draws, and the instances, stay the same)."""
     bits = 63 - max(int(n_keys - 1).bit_length(), 1)
     r = min(bits, 40)
-    key = key_of.astype(np.int64)
-    key <<= r
-    key |= rng.integers(0, 1 << r, size=key.size, dtype=np.int64)
-    order = np.argsort(key)
-    sk = key[order]
-    del key
-    eq = sk[1:] == sk[:-1]
-    if eq.any():
-        tied = np.zeros(sk.size, dtype=bool)
-        tied[1:] |= eq
-        tied[:-1] |= eq
-        idx = np.flatnonzero(tied)
-        sub = order[idx]
-        order[idx] = sub[np.lexsort((sub, sk[idx]))]
-    return order
+    return rng.integers(0, 1 << r, size=size, dtype=np.int64)
+
+
+def _random_order_by(key_of: np.ndarray, n_keys: int, rng: np.random.Generator) -> np.ndarray:
+    """A permutation grouping the entries by ``key_of`` (ascending, in ``[0, n_keys)``), in
+    a random order inside each group: by ``(key, random bits, entry)``.
+
+    A parallel counting sort by key, each group then sorted by its random bits
+    (:func:`~matchbench.problems.smarriage._group_by_key`); equal bits stay in entry
+    order, so the result never depends on a sort's algorithm. Returns int64 entries.
+    """
+    rand = _random_bits(n_keys, key_of.size, rng)
+    return _group_by_key(key_of, n_keys, rand)[1].astype(np.int64, copy=False)
 
 
 @dataset("smarriage", disk_cache=True)
@@ -348,8 +368,10 @@ def sm_easy(n: int, seed: int = 0) -> Preferences:
     -----
     Manne, Naim, Lerring & Halappanavar, *On stable marriages and greedy matchings*, CSC
     2016, Sec. 5: "each man ranks (1 + eps) ln n women chosen at random, eps random in
-    [0, 1]; each woman ranks the men who rank her, in random order". Vectorised: O(T log T)
-    for T ~ 1.5 n ln n entries (n = 25 million: T ~ 6.4e8, some 20 GB of scratch arrays).
+    [0, 1]; each woman ranks the men who rank her, in random order". Parallel numba
+    passes, O(T) but for the short sorts inside each woman's list, for T ~ 1.5 n ln n
+    entries (n = 25 million: T ~ 6.4e8, some 20 GB of scratch arrays); only the random
+    draws are sequential (they fix the instance).
     """
     where = f"sm_easy(n={n!r}, seed={seed!r})"
     n = _check_int(n, "n", where, low=1)
@@ -362,15 +384,17 @@ def sm_easy(n: int, seed: int = 0) -> Preferences:
     np.clip(k, 1, n, out=k)
     mptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(k, out=mptr[1:])
-    man_of = np.repeat(np.arange(n, dtype=ids), k)
     del k
-    women = rng_w.integers(0, n, size=man_of.size, dtype=ids)
-    _distinct_per_man(women, man_of, mptr, n, rng_fix)
-    order = _random_order_by(women, n, rng_order)
-    wlist = man_of[order]
-    del order, man_of
-    wptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(women, minlength=n), out=wptr[1:])
+    women = rng_w.integers(0, n, size=int(mptr[-1]), dtype=ids)
+    _distinct_per_man(women, mptr, n, rng_fix)
+    rand = _random_bits(n, women.size, rng_order)
+    man_of = np.empty(women.size, dtype=ids)
+    _fill_owners(mptr, man_of)  # np.repeat(arange(n), k), in parallel
+    # _random_order_by, listing the entries' men rather than the entries (the order is the
+    # same: labels are carried, never compared), and keeping the group offsets: they are
+    # the women's list offsets
+    wptr, wlist = _group_by_key(women, n, rand, labels=man_of)
+    del rand, man_of
     return Preferences(
         n,
         n,

@@ -427,7 +427,7 @@ class _SMCPU(BaseSolver):
     def result(self) -> SMatching:
         if self._wife is None:
             raise RuntimeError(f"{self.name}: result() before run()")
-        return SMatching(self._wife)
+        return SMatching(self._wife, proposals=int(self._counters["proposals"]))
 
     def counters(self) -> dict[str, int | float]:
         return dict(self._counters)

@@ -32,11 +32,19 @@ class MWGPU(BaseSolver):
     ----------
     threads_per_block : int
         A multiple of 32 in [32, 1024].
+    master_kernel : {"fast", "lists"}
+        The kernel for master-list instances (the hard ones). ``fast``:
+        ``smarriage_mw_master``, where a displaced man goes on from where he was displaced,
+        on the suitor words the warp already holds (the kernel file's header). ``lists``:
+        the lists kernel's protocol (``nxt`` hand-over), for comparison. Other instances
+        always run the lists kernel.
 
     Notes
     -----
-    Counters: ``proposals`` (atomics issued), ``scanned`` (list entries read, hopeless
-    ones included), ``displaced``, ``pairs``, ``kernel_launches``, ``host_syncs`` (0).
+    Counters: ``proposals`` (women considered, hopeless ones included: the CPU solvers'
+    count, checked by the certificate), ``atomics`` (``atomicMin`` calls issued, i.e.
+    proposals not skipped as hopeless), ``displaced``, ``pairs``, ``kernel_launches``,
+    ``host_syncs`` (0).
     Men and women must number below 2^32 (the suitor word packs a man in 32 bits).
     """
 
@@ -45,9 +53,11 @@ class MWGPU(BaseSolver):
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("smarriage",)
 
-    def __init__(self, threads_per_block: int = 256) -> None:
+    def __init__(self, threads_per_block: int = 256, master_kernel: str = "fast") -> None:
         tpb = block_size("threads_per_block", threads_per_block)
-        super().__init__(threads_per_block=tpb)
+        if master_kernel not in ("fast", "lists"):
+            raise ValueError(f"mw_gpu: master_kernel must be 'fast' or 'lists', not {master_kernel!r}")
+        super().__init__(threads_per_block=tpb, master_kernel=master_kernel)
         self._state: dict[str, Any] | None = None
         self._ran = False
         self._t_solve = self._t_transfer = float("nan")
@@ -95,7 +105,10 @@ class MWGPU(BaseSolver):
                 "nxt": cp.empty(max(int(instance.n_men), 1), dtype=idx),
                 "wife": cp.empty(max(int(instance.n_men), 1), dtype=idx),
                 "stats": cp.zeros(3, dtype=np.uint64),
-                "kernels": {k: module.get_function(k) for k in ("smarriage_reset", "smarriage_mw", "smarriage_wives")},
+                "kernels": {
+                    k: module.get_function(k)
+                    for k in ("smarriage_reset", "smarriage_mw", "smarriage_mw_master", "smarriage_wives")
+                },
                 "upload_s": timer.seconds,
             }
             self._launch(st)  # warm-up: loads the kernels outside the timed region
@@ -118,11 +131,17 @@ class MWGPU(BaseSolver):
         if n_men:
             warps_per_block = tpb // 32
             blocks = max(1, min(-(-n_men // warps_per_block), 1 << 20))
-            k["smarriage_mw"](
-                (blocks,), (tpb,),
-                (st["mptr"], st["mlist"], st["mrank"], np.int32(st["master"]), self._i(st, n_men),
-                 self._i(st, n_women), st["S"], st["nxt"], st["stats"]),
-            )
+            if st["master"] and self.params["master_kernel"] == "fast":
+                k["smarriage_mw_master"](
+                    (blocks,), (tpb,),
+                    (st["mlist"], st["mrank"], self._i(st, n_men), self._i(st, n_women), st["S"], st["stats"]),
+                )
+            else:
+                k["smarriage_mw"](
+                    (blocks,), (tpb,),
+                    (st["mptr"], st["mlist"], st["mrank"], np.int32(st["master"]), self._i(st, n_men),
+                     self._i(st, n_women), st["S"], st["nxt"], st["stats"]),
+                )
         k["smarriage_wives"]((grid,), (256,), (st["S"], self._i(st, n_women), st["wife"]))
 
     def run(self) -> None:
@@ -135,10 +154,10 @@ class MWGPU(BaseSolver):
         self._t_solve = timer.seconds
         s = st["stats"].get()
         self._counters = {
-            "proposals": int(s[PROPOSALS]),
-            "scanned": int(s[SCANNED]),
+            "proposals": int(s[SCANNED]),
+            "atomics": int(s[PROPOSALS]),
             "displaced": int(s[DISPLACED]),
-            "kernel_launches": 5 if st["n_men"] else 4,
+            "kernel_launches": 5 if st["n_men"] else 4,  # 2 fills, reset, solve, wives
             "host_syncs": 0,
         }
         self._ran = True
@@ -154,7 +173,7 @@ class MWGPU(BaseSolver):
         wife = st["wife"][: st["n_men"]].get().astype(np.int64)
         self._t_transfer = time.perf_counter() - t0
         self._counters["pairs"] = int((wife >= 0).sum())
-        return SMatching(wife)
+        return SMatching(wife, proposals=int(self._counters["proposals"]))
 
     def timings(self) -> dict[str, float]:
         out = {"solve": self._t_solve, "transfer": self._t_transfer}
