@@ -142,6 +142,20 @@ def test_timeout_is_a_lower_bound_and_ratios_keep_it():
     assert got["geometric mean"][2] == "> 15.5x"
 
 
+def test_a_rate_per_second_reads_a_timeout_as_a_word_not_a_bound():
+    """``proposals_per_s`` ends in ``_s`` but is no time: a timed-out solver has no rate."""
+    rows = reps([0.5], instance="big") + [
+        row(None, instance="big", algorithm="hk", status="timeout", time_limit_s=30.0)
+    ]
+    for r in rows:
+        r["proposals_per_s"] = 2.0e9 if r["status"] == "ok" else None
+    text = tables.render_experiment(frame(rows), spec_of(value="proposals_per_s", scale=1e-6, unit=""))
+    assert md_rows(text)["big"] == ["2000", "timeout"], text
+    assert "killed at the time limit" not in text
+    # the same rows as times keep the bound
+    assert md_rows(tables.render_experiment(frame(rows), spec_of()))["big"] == ["0.5", "> 30 s"]
+
+
 def test_timeout_among_several_instances_bounds_the_geometric_mean():
     rows = reps([2.0], instance="a")
     rows += [row(None, instance="b", status="timeout", time_limit_s=8.0)]

@@ -461,7 +461,7 @@ def _instance_cell(g: pd.DataFrame, value: str, scale: float) -> tuple[float, st
     if good.any():
         return float(vals[good].median()) * scale, ""
     timeouts = g[g["status"].eq("timeout")]
-    if len(timeouts) and value.endswith("_s"):
+    if len(timeouts) and _is_time(value):
         limit = pd.to_numeric(timeouts["time_limit_s"], errors="coerce").max()
         if pd.notna(limit):
             return float(limit) * scale, ">"
@@ -495,8 +495,14 @@ def _order(labels: Sequence[str], first: Sequence[Any] | None = None) -> list[st
     return [*first, *rest]
 
 
+def _is_time(value: str) -> bool:
+    """A column of seconds (``t_solve_s``), not a rate per second (``edges_per_s``): only
+    those read a timeout as the lower bound "> T"."""
+    return value.endswith("_s") and not value.endswith("_per_s")
+
+
 def _default_unit(value: str, scale: float) -> str:
-    if not value.endswith("_s"):
+    if not _is_time(value):
         return ""
     return {1.0: "s", 1e3: "ms", 1e6: "us"}.get(float(scale), "")
 
@@ -545,7 +551,7 @@ def _paper_columns(
             )
         units = c["unit"].fillna("").str.strip()
         factor = pd.Series(np.nan, index=c.index)
-        if value.endswith("_s"):
+        if _is_time(value):
             factor = units.map(_SECONDS) * scale
         factor[units == unit] = 1.0
         if factor.isna().any():
@@ -759,7 +765,7 @@ def _render_table(frame: pd.DataFrame, t: Mapping[str, Any], papers_dir: Path) -
         f"Cells: {scaled}{f' in {unit}' if unit else ''}, the median over an instance's "
         "verified ok repetitions (instrumented ones left out), the geometric mean over "
         "the instances of a cell"
-        + (f"; > T {unit} = killed at the time limit T" if value.endswith("_s") else "")
+        + (f"; > T {unit} = killed at the time limit T" if _is_time(value) else "")
         + "; - = no rows."
     ]
     if t.get("paper"):
