@@ -120,6 +120,19 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_cache_dir("matchbench")) / "datasets"
 
 
+def resolve_path(path: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
+    """A dataset file's path: ``path`` itself, or, when it is relative and does not exist
+    from the working directory, ``data_dir / path`` if that exists (``data_dir`` defaults
+    to :func:`default_data_dir`). The readers report a missing file under the returned path.
+    """
+    p = Path(path).expanduser()
+    if not p.is_absolute() and not p.exists():
+        alt = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+        if (alt / p).exists():
+            p = alt / p
+    return p
+
+
 # ---------------------------------------------------------------------------------------
 # Dataset functions
 

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
-from matchbench.datasets import DatasetError, dataset, default_data_dir
+from matchbench.datasets import DatasetError, dataset, resolve_path
 from matchbench.problems.mwpm import CompleteGraph
 
 __all__ = [
@@ -278,11 +278,7 @@ def complete_file(
         vertices, a NaN or infinite weight, a negative weight, or an asymmetric pair (naming
         the first entry and its value).
     """
-    p = Path(path).expanduser()
-    if not p.is_absolute() and not p.exists():
-        alt = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
-        if (alt / p).exists():
-            p = alt / p
+    p = resolve_path(path, data_dir)
     if not p.is_file():
         raise _fail(p, "no such file")
     if p.suffix != ".npy":

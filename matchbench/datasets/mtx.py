@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from matchbench.datasets import DatasetError, DatasetWarning, dataset, default_data_dir
+from matchbench.datasets import DatasetError, DatasetWarning, dataset, resolve_path
 from matchbench.problems.bipartite import INT32_MAX, BipartiteGraph
 
 __all__ = ["load", "read", "write"]
@@ -289,11 +289,7 @@ def load(path: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> 
     A relative ``path`` that does not exist from the working directory is looked up in
     ``data_dir`` (default :func:`~matchbench.datasets.default_data_dir`).
     """
-    p = Path(path).expanduser()
-    if not p.is_absolute() and not p.exists():
-        alt = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
-        if (alt / p).exists():
-            p = alt / p
+    p = resolve_path(path, data_dir)
     return read(p, family="mtx")
 
 

@@ -49,7 +49,7 @@ from typing import Any, NoReturn
 import numpy as np
 from numba import njit, prange
 
-from matchbench.datasets import DatasetError, dataset, default_data_dir
+from matchbench.datasets import DatasetError, dataset, resolve_path
 from matchbench.problems.smarriage import (
     Preferences,
     _check_lists,
@@ -191,11 +191,7 @@ def prefs_file(
         than the header promises (how many expected, how many found), or a line after the
         women's lists.
     """
-    p = Path(path).expanduser()
-    if not p.is_absolute() and not p.exists():
-        alt = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
-        if (alt / p).exists():
-            p = alt / p
+    p = resolve_path(path, data_dir)
     if not p.is_file():
         raise _fail(p, "no such file")
     lines = _read_lines(p)

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from matchbench.datasets import DatasetError, DatasetWarning, dataset, default_data_dir
+from matchbench.datasets import DatasetError, DatasetWarning, dataset, resolve_path
 from matchbench.datasets import generators as G
 from matchbench.problems.bipartite import INT32_MAX, BipartiteGraph
 from matchbench.problems.wmatch import WeightedGraph
@@ -187,11 +187,7 @@ def graph_mtx(
 
     from matchbench.datasets.mtx import _read_header, _stem, _translate
 
-    p = Path(path).expanduser()
-    if not p.is_absolute() and not p.exists():
-        alt = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
-        if (alt / p).exists():
-            p = alt / p
+    p = resolve_path(path, data_dir)
     if not p.is_file():
         raise _fail(p, "no such file")
     try:
