@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -227,12 +229,12 @@ def _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream) -> None:
                     write(tid, [error_row(task_base(tasks.pop(tid)), f"GPU task but {why}", status="skipped")])
         progress = Progress(len(tasks), stream)
         futures = {}
-        # Tasks of one instance back to back: each worker's instance cache then hits
-        # instead of regenerating or re-reading a large graph per algorithm.
-        from matchbench.datasets import disk_cache_path, instance_key
+        # Dask runs tasks of equal priority in submission order, so this order is the
+        # schedule: see submission_order.
+        from matchbench.datasets import disk_cache_path
         from matchbench.runner.child import run_task
 
-        order = sorted(tasks.items(), key=lambda kv: instance_key(kv[1]["instance_spec"]))
+        order = [(tid, tasks[tid]) for tid in submission_order(tasks)]
         warm = _warm_instances(client, [t for _, t in order], n_gpu, n_cpu, stream)
         for tid, t in order:
             path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
@@ -257,6 +259,94 @@ def _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream) -> None:
             # a result that is already on disk.
             del futures[fut]
             fut.release()
+
+
+# Entries (edges, matrix cells, list items) per vertex when a sparse spec names no degree.
+DEFAULT_DEGREE = 8
+# Bytes per entry of an estimate made from parameters, to compare with file sizes.
+BYTES_PER_ENTRY = 8
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        return None
+    return float(value)
+
+
+def _file_size(path: Path) -> float | None:
+    try:
+        return float(path.stat().st_size)
+    except OSError:
+        return None
+
+
+def instance_size_hint(spec: Mapping[str, Any], data_dir: str | os.PathLike | None = None) -> float:
+    """A guess of an instance's size in bytes, made without generating or reading it.
+
+    Parameters
+    ----------
+    spec : dict
+        An instance spec (one item of :func:`matchbench.datasets.expand`).
+    data_dir : path, optional
+        Where the disk cache and relative dataset files are (as for ``load``).
+
+    Returns
+    -------
+    float
+        The first that applies: the size of the instance's disk-cache file when it exists;
+        for a spec with a ``path``, that file's size (0 when it is missing); else an
+        estimate from the generator's parameters; else 0 (unknown).
+
+    Notes
+    -----
+    The estimate is ``BYTES_PER_ENTRY`` times the number of stored entries:
+
+    - ``scale``: ``2**scale`` vertices times ``edge_factor`` or ``avg_degree`` (default
+      ``DEFAULT_DEGREE``): the Kronecker, Delaunay, RGG, grid, road and Erdos-Renyi graphs.
+    - ``n_men`` (``lemma31_graph``, ``sm_lemma31``): ``n_men`` times ``avg_degree``.
+    - ``n``: ``n**2``, as for the dense families (LAP cost matrices, complete graphs,
+      ``sm_hard``'s full lists); ``sm_easy``'s ``n ln n`` lists are overestimated.
+
+    Only the order of instances matters to the runner, not the value.
+    """
+    from matchbench.datasets import disk_cache_path, resolve_path
+
+    cached = disk_cache_path(spec, data_dir)
+    if cached is not None and (size := _file_size(cached)) is not None:
+        return size
+    if spec.get("path") is not None:
+        return _file_size(resolve_path(spec["path"], data_dir)) or 0.0
+    degree = _number(spec.get("edge_factor", spec.get("avg_degree", DEFAULT_DEGREE))) or 0.0
+    scale, n, n_men = (_number(spec.get(k)) for k in ("scale", "n", "n_men"))
+    if scale is not None:
+        entries = 2.0 ** min(scale, 1000.0) * degree  # a wild scale must not overflow
+    elif n_men is not None:
+        entries = n_men * degree
+    elif n is not None:
+        entries = n * n
+    else:
+        return 0.0
+    return entries * BYTES_PER_ENTRY
+
+
+def submission_order(tasks: dict[str, dict[str, Any]]) -> list[str]:
+    """The task ids in the order to submit them: instances from the largest down.
+
+    Tasks of one instance stay back to back, so that each worker's instance cache hits
+    instead of regenerating or re-reading a large graph per algorithm; instances are
+    ordered by :func:`instance_size_hint`, largest first, then by instance key, and a
+    group keeps the order of ``tasks``. The long tasks then start first and the short
+    ones fill the end of the sweep, instead of one big instance running alone at the end.
+    Instances of unknown size (hint 0) come last.
+    """
+    from matchbench.datasets import instance_key
+
+    keys = {tid: instance_key(t["instance_spec"]) for tid, t in tasks.items()}
+    size: dict[str, float] = {}
+    for tid, t in tasks.items():
+        if keys[tid] not in size:
+            size[keys[tid]] = instance_size_hint(t["instance_spec"], t.get("data_dir"))
+    return sorted(tasks, key=lambda tid: (-size[keys[tid]], keys[tid]))
 
 
 def resume_command(run_id: str) -> str:
