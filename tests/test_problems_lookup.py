@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from matchbench.problems import Problem, get_problem, problem_table
+from matchbench.problems.community import Community
 from matchbench.problems.lap import LAP
 from matchbench.problems.mcm import MCM
 from matchbench.problems.mwpm import MWPM
@@ -14,7 +15,14 @@ from matchbench.problems.wmatch import WMatch
 
 @pytest.mark.parametrize(
     ("name", "cls"),
-    [("mcm", MCM), ("lap", LAP), ("wmatch", WMatch), ("smarriage", SM), ("mwpm", MWPM)],
+    [
+        ("mcm", MCM),
+        ("lap", LAP),
+        ("wmatch", WMatch),
+        ("smarriage", SM),
+        ("mwpm", MWPM),
+        ("community", Community),
+    ],
 )
 def test_get_problem_finds_the_family_module(name, cls):
     p = get_problem(name)
@@ -40,11 +48,12 @@ def test_unknown_or_malformed_name_names_the_known_ones(name):
         get_problem(name)
     message = str(info.value)
     assert repr(name) in message
-    assert "known: lap, mcm, mwpm, smarriage, wmatch" in message
+    assert "known: community, lap, mcm, mwpm, smarriage, wmatch" in message
 
 
 def test_problem_table_lists_exactly_the_families():
     assert problem_table() == {
+        "community": {"objective": "modularity", "sense": "max", "exact": False},
         "lap": {"objective": "cost", "sense": "min", "exact": True},
         "mcm": {"objective": "cardinality", "sense": "max", "exact": True},
         "mwpm": {"objective": "weight", "sense": "max", "exact": False},
@@ -69,4 +78,4 @@ def test_problem_table_skips_modules_that_fail_or_hold_no_family(monkeypatch):
     stray.MCM = MCM  # a family class under another module's name is not a family
     monkeypatch.setitem(sys.modules, "matchbench.problems.stray", stray)
     monkeypatch.setattr(pkgutil, "iter_modules", with_strays)
-    assert sorted(problem_table()) == ["lap", "mcm", "mwpm", "smarriage", "wmatch"]
+    assert sorted(problem_table()) == ["community", "lap", "mcm", "mwpm", "smarriage", "wmatch"]

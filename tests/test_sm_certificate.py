@@ -151,7 +151,11 @@ def test_correct_answers_verify_with_their_objective():
 @pytest.mark.parametrize("seed", range(4))
 def test_the_proposal_count_is_what_the_answer_implies(make, seed):
     """Every solver's count of women considered passes; one more or one fewer is rejected."""
-    from matchbench.solvers.cpu.sm_ref import McVitieWilson, ParallelGaleShapley, ParallelMcVitieWilson
+    from matchbench.solvers.cpu.sm_ref import (
+        McVitieWilson,
+        ParallelGaleShapley,
+        ParallelMcVitieWilson,
+    )
 
     inst = make(40, seed)
     counts = set()
