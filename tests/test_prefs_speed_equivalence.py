@@ -18,8 +18,14 @@ from matchbench.problems import smarriage as S
 from matchbench.problems.smarriage import Preferences, _group_by_key
 
 
+def _random_order_by(key_of, n_keys, rng):
+    """What sm_easy computes per woman: the entries by (key, random bits, entry), the bits
+    drawn by ``P._random_bits``, grouped by ``_group_by_key``."""
+    return _group_by_key(key_of, n_keys, P._random_bits(n_keys, key_of.size, rng))[1].astype(np.int64)
+
+
 def _old_random_order_by(key_of, n_keys, rng):
-    """The implementation that :func:`P._random_order_by` replaced: one argsort of
+    """The implementation that :func:`_random_order_by` (sm_easy's grouping) replaced: one argsort of
     ``key << R | random bits``, ties put back in entry order."""
     bits = 63 - max(int(n_keys - 1).bit_length(), 1)
     r = min(bits, 40)
@@ -56,7 +62,7 @@ def test_random_order_by_equals_the_old_sort(n_keys, size, dtype):
     # few keys: groups far beyond the short-group sort; many keys: mostly empty groups
     for seed in range(3):
         key = np.random.default_rng(seed).integers(0, n_keys, size=size).astype(dtype)
-        got = P._random_order_by(key, n_keys, np.random.default_rng(100 + seed))
+        got = _random_order_by(key, n_keys, np.random.default_rng(100 + seed))
         want = _old_random_order_by(key, n_keys, np.random.default_rng(100 + seed))
         assert got.dtype == np.int64 and np.array_equal(got, want)
 
@@ -84,7 +90,7 @@ def test_group_by_key_with_int64_entries(monkeypatch):
     # past 2^31 entries the entries are int64: the same kernels, another dtype
     monkeypatch.setattr(S, "_index_dtype", lambda *sizes: np.int64)
     key = np.random.default_rng(3).integers(0, 40, size=3000).astype(np.int32)
-    got = P._random_order_by(key, 40, np.random.default_rng(4))
+    got = _random_order_by(key, 40, np.random.default_rng(4))
     assert np.array_equal(got, _old_random_order_by(key, 40, np.random.default_rng(4)))
     kptr, perm = _group_by_key(key, 40, np.zeros(3000, dtype=np.int8))
     assert perm.dtype == np.int64 and np.array_equal(perm, np.argsort(key, kind="stable"))

@@ -321,24 +321,13 @@ def _distinct_per_man(
 
 
 def _random_bits(n_keys: int, size: int, rng: np.random.Generator) -> np.ndarray:
-    """The random sort keys of :func:`_random_order_by`: R = min(63 - bits(n_keys - 1), 40)
-    bits per entry, so that ``key << R | bits`` fits an int64 (the layout of the single
-    sort this replaced, kept so that the draws, and the instances, stay the same)."""
+    """The random sort keys that order each woman's suitors in :func:`sm_easy`: R =
+    min(63 - bits(n_keys - 1), 40) bits per entry, so that ``key << R | bits`` fits an int64
+    (the layout of the single sort this replaced, kept so that the draws, and the
+    instances, stay the same)."""
     bits = 63 - max(int(n_keys - 1).bit_length(), 1)
     r = min(bits, 40)
     return rng.integers(0, 1 << r, size=size, dtype=np.int64)
-
-
-def _random_order_by(key_of: np.ndarray, n_keys: int, rng: np.random.Generator) -> np.ndarray:
-    """A permutation grouping the entries by ``key_of`` (ascending, in ``[0, n_keys)``), in
-    a random order inside each group: by ``(key, random bits, entry)``.
-
-    A parallel counting sort by key, each group then sorted by its random bits
-    (:func:`~matchbench.problems.smarriage._group_by_key`); equal bits stay in entry
-    order, so the result never depends on a sort's algorithm. Returns int64 entries.
-    """
-    rand = _random_bits(n_keys, key_of.size, rng)
-    return _group_by_key(key_of, n_keys, rand)[1].astype(np.int64, copy=False)
 
 
 @dataset("smarriage", disk_cache=True)
@@ -386,8 +375,9 @@ def sm_easy(n: int, seed: int = 0) -> Preferences:
     rand = _random_bits(n, women.size, rng_order)
     man_of = np.empty(women.size, dtype=ids)
     _fill_owners(mptr, man_of)  # np.repeat(arange(n), k), in parallel
-    # _random_order_by, listing the entries' men rather than the entries (the order is the
-    # same: labels are carried, never compared), and keeping the group offsets: they are
+    # Entries grouped by woman, in the order of their random bits (ties in entry order), as
+    # the old single sort by (woman, bits, entry); listing the entries' men rather than the
+    # entries (labels are carried, never compared), and keeping the group offsets: they are
     # the women's list offsets
     wptr, wlist = _group_by_key(women, n, rand, labels=man_of)
     del rand, man_of
