@@ -38,6 +38,7 @@ REDUCED: dict[str, list[str]] = {
     "naim2015_suitor": ["dataset=wmatch_smoke", "gpu.repetitions=2"],
     "naim2015_fig5": ["dataset=wmatch_smoke", "algorithm.vertices_per_warp=1,8", "gpu.repetitions=2"],
     "manne2016_sm": ["dataset=sm_smoke", "gpu.repetitions=2"],
+    "hovland2020_roma": ["dataset=complete_smoke", "gpu.repetitions=2"],
 }
 
 

@@ -27,7 +27,9 @@ The certificate (:meth:`MWPM.verify`, independent of the solvers)
    ``{(u, x), (mate[u], mate[x])}`` or ``{(u, mate[x]), (mate[u], x)}`` gains more than
    ``threshold``, up to the float tolerance ``CONVERGENCE_RTOL * max w`` (room for solvers that
    add in float32 on the device; in float64 the gains of ROMA's numba kernel and of this check
-   are the same expression, bit for bit). O(n^2 / 8) pairs.
+   are the same expression, bit for bit). O(n^2 / 8) pairs; on the GPU (``kernels/mwpm.cu``,
+   the same expression and choice) for ``n >= GPU_CHECK_MIN_N`` where a GPU solver of the
+   process left the matrix on the device.
 4. Reference and bound (computed once per instance, cached): ``reference`` is the exact optimum,
    networkx's ``max_weight_matching(maxcardinality=True)`` (Galil's blossom algorithm, O(n^3) in
    pure Python), for ``n <= EXACT_MAX_N``. ``bound`` is an upper bound on every perfect matching's
@@ -61,6 +63,7 @@ from matchbench.problems.base import Problem, Verification
 __all__ = [
     "CONVERGENCE_RTOL",
     "EXACT_MAX_N",
+    "GPU_CHECK_MIN_N",
     "LSA_MAX_N",
     "MWPM",
     "CompleteGraph",
@@ -92,6 +95,10 @@ DUAL_SWEEPS = 8
 CONVERGENCE_RTOL = 2.0**-20
 #: Relative slack when the verifier compares a weight with its own upper bound.
 BOUND_RTOL = 1e-9
+#: Smallest matrices whose local-optimality check runs on the GPU (:func:`best_flip`), where a
+#: GPU solver left the matrix resident: the CPU scan makes four random loads for each of the
+#: n^2 / 8 pairs of matched edges.
+GPU_CHECK_MIN_N = 8192
 #: Tile edge of the blocked symmetry scan (two 128 x 128 float32 tiles fit in L2; measured
 #: fastest of 16 to 512 at n = 8192).
 _TILE = 128
@@ -542,8 +549,50 @@ def matching_weight(graph: CompleteGraph, mate: np.ndarray) -> float:
     return float(_weight(graph.weight, np.asarray(mate, dtype=np.int64)))
 
 
-def best_flip(graph: CompleteGraph, mate: np.ndarray, threshold: float = 0.0) -> dict[str, Any]:
+def _flip_scan_gpu(w_dev: Any, lo: np.ndarray, hi: np.ndarray, tol: float):
+    """:func:`_flip_scan` on the GPU (``kernels/mwpm.cu``), on a device copy of the matrix."""
+    import cupy as cp
+
+    from matchbench.solvers.gpu.kernels import get_module
+
+    n = int(w_dev.shape[0])
+    m = int(lo.shape[0])
+    d_lo, d_hi = cp.asarray(lo), cp.asarray(hi)
+    mw = w_dev.ravel()[d_lo * n + d_hi].astype(cp.float64)
+    best = cp.empty(m, dtype=cp.float64)
+    arg = cp.empty(m, dtype=cp.int64)
+    cnt = cp.empty(m, dtype=cp.uint64)
+    if m:
+        kernel = get_module("mwpm").get_function("mwpm_flip_scan")
+        grid = min(m, 1 << 20)
+        kernel((grid,), (256,), (w_dev, d_lo, d_hi, mw, np.int64(m), np.int64(n),
+                                 np.float64(tol), best, arg, cnt))
+    return best.get(), arg.get(), cnt.get().astype(np.int64)
+
+
+def _resident_device_matrix(graph: CompleteGraph) -> Any | None:
+    """The device copy of the matrix a GPU solver of this process left resident, or None."""
+    if graph.n < GPU_CHECK_MIN_N:
+        return None
+    try:
+        from matchbench.solvers.gpu.common import resident_matrix
+
+        return resident_matrix(graph)
+    except Exception:  # no CuPy or no device: the CPU check
+        return None
+
+
+def best_flip(
+    graph: CompleteGraph, mate: np.ndarray, threshold: float = 0.0, device: str = "auto"
+) -> dict[str, Any]:
     """The best 4-cycle flip of a valid perfect matching, found exhaustively (item 3).
+
+    ``device``: ``"cpu"`` (numba, parallel), ``"gpu"`` (``kernels/mwpm.cu``, the matrix
+    uploaded unless resident) or ``"auto"``: the GPU where a GPU solver of this process left
+    the matrix on the device and ``n >= GPU_CHECK_MIN_N``, else the CPU (a CPU task never
+    touches a GPU that other workers time). Both compute every gain with the same float64
+    expression and pick the same pair (the largest gain, ties to the first ``p``, then the
+    first ``q``).
 
     Returns
     -------
@@ -553,10 +602,22 @@ def best_flip(graph: CompleteGraph, mate: np.ndarray, threshold: float = 0.0) ->
         (the two edges after the flip) and ``improving`` (pairs of matched edges whose best
         flip gains more than ``threshold``).
     """
+    if device not in ("auto", "cpu", "gpu"):
+        raise ValueError(f"best_flip: device must be 'auto', 'cpu' or 'gpu', not {device!r}")
     mate = np.asarray(mate, dtype=np.int64)
     lo = np.flatnonzero(mate > np.arange(mate.shape[0]))
     hi = mate[lo]
-    best, arg, cnt = _flip_scan(graph.weight, lo, hi, float(threshold))
+    w_dev = None
+    if device == "gpu":
+        from matchbench.solvers.gpu.common import device_matrix
+
+        w_dev = device_matrix(graph)[0]
+    elif device == "auto":
+        w_dev = _resident_device_matrix(graph)
+    if w_dev is not None:
+        best, arg, cnt = _flip_scan_gpu(w_dev, lo, hi, float(threshold))
+    else:
+        best, arg, cnt = _flip_scan(graph.weight, lo, hi, float(threshold))
     out: dict[str, Any] = {
         "gain": -np.inf,
         "u": -1,

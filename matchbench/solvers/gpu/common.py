@@ -83,6 +83,50 @@ def release_resident() -> None:
     _resident.clear()
 
 
+#: ``{"entry": (weakref to the CompleteGraph, device id, cupy matrix, upload seconds)}``: the
+#: device copy of one instance, shared by the ``mwpm`` solvers and the verifier's GPU check.
+_resident_matrix: dict[str, Any] = {}
+
+
+def device_matrix(graph: Any) -> tuple[Any, float]:
+    """The weight matrix of ``graph`` on the current device, uploaded once and shared.
+
+    Returns ``(matrix, upload_seconds)``; the seconds are those of the one upload (CUDA
+    events). One instance is kept: a new one replaces it, its memory released first (at
+    n = 131072 the matrix alone is 64 GiB).
+    """
+    import cupy as cp
+
+    dev = cp.cuda.Device().id
+    held = _resident_matrix.get("entry")
+    if held is not None and held[0]() is graph and held[1] == dev:
+        return held[2], held[3]
+    _resident_matrix.clear()
+    _resident.clear()  # a bipartite graph held for another family's solvers
+    cp.get_default_memory_pool().free_all_blocks()
+    timer = EventTimer()
+    with timer:
+        d = cp.asarray(graph.weight)
+    _resident_matrix["entry"] = (weakref.ref(graph), dev, d, timer.seconds)
+    return d, timer.seconds
+
+
+def resident_matrix(graph: Any) -> Any | None:
+    """The device copy of ``graph``'s matrix if this process holds it on the current device."""
+    held = _resident_matrix.get("entry")
+    if held is None or held[0]() is not graph:
+        return None
+    import cupy as cp
+
+    return held[2] if held[1] == cp.cuda.Device().id else None
+
+
+def release_matrix() -> None:
+    """Drop the shared device copy (:func:`device_matrix`)."""
+    _resident_matrix.clear()
+
+
+
 class EventTimer:
     """Time a region of the current stream with CUDA events.
 
