@@ -148,48 +148,38 @@ extern "C" __global__ void roma_phase1(const float* __restrict__ w, int* Mw, int
 }
 
 // Alg. 8: one block per vertex u; the block augments (u, M[u]) when u < M[u].
+// `rescans`: after a failed atomicFlip, search the matched edges this many more times (the
+// alternative of Sec. 4.1.2 measured in Fig. 5.7, "searching through the neighbors one more
+// time"); 0 is the thesis's choice, wait for the next phase.
 extern "C" __global__ void roma_phase2(const float* __restrict__ w, int* Mw, int* locks,
                                        long long n, double threshold,
-                                       unsigned long long* stats) {
+                                       unsigned long long* stats, int rescans) {
   volatile int* M = Mw;
-  __shared__ int s_mate;
+  __shared__ int s_mate, s_go;
   __shared__ double s_gain[32];
   __shared__ int s_a[32], s_b[32];
   const int u = blockIdx.x;                                              // line 1
-  if (threadIdx.x == 0) s_mate = M[u];                                   // line 2
-  __syncthreads();
-  const int mateU = s_mate;  // one value for the whole block
-  if (!(u < mateU)) return;                                              // line 3
-  const float* wu = w + (long long)u * n;
-  const float* wmu = w + (long long)mateU * n;
-  const double w_umu = (double)__ldg(&wu[mateU]);
-  double best = threshold;                                               // line 5
-  int a = -1, b = -1;
-  for (long long xl = threadIdx.x; xl < n; xl += blockDim.x) {           // lines 6-21
-    const int x = (int)xl;
-    const int mx = M[x];
-    if (x == u || x == mateU || x > mx) continue;                        // lines 7-8
-    roma_candidate(wu, wmu, w, n, w_umu, x, mx, best, a, b);             // lines 10-19
-  }
-  // line 23: BlockReduce with the max on gains; equal gains go to the smaller scanned edge
-  // (min(a, b)), the sequential scan's choice. Warp shuffles, then warp 0 over the warps.
   const unsigned full = 0xffffffffu;
-  for (int off = 16; off > 0; off >>= 1) {
-    const double g2 = __shfl_down_sync(full, best, off);
-    const int a2 = __shfl_down_sync(full, a, off);
-    const int b2 = __shfl_down_sync(full, b, off);
-    if (a2 >= 0 && (a < 0 || g2 > best || (g2 == best && min(a2, b2) < min(a, b)))) {
-      best = g2; a = a2; b = b2;
-    }
-  }
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int nwarps = (blockDim.x + 31) >> 5;
-  if (lane == 0) { s_gain[warp] = best; s_a[warp] = a; s_b[warp] = b; }
-  __syncthreads();                                                       // line 24
-  if (warp == 0) {
-    best = lane < nwarps ? s_gain[lane] : threshold;
-    a = lane < nwarps ? s_a[lane] : -1;
-    b = lane < nwarps ? s_b[lane] : -1;
+  for (int round = 0; round <= rescans; ++round) {
+    if (threadIdx.x == 0) s_mate = M[u];                                 // line 2
+    __syncthreads();
+    const int mateU = s_mate;  // one value for the whole block
+    if (!(u < mateU)) return;                                            // line 3
+    const float* wu = w + (long long)u * n;
+    const float* wmu = w + (long long)mateU * n;
+    const double w_umu = (double)__ldg(&wu[mateU]);
+    double best = threshold;                                             // line 5
+    int a = -1, b = -1;
+    for (long long xl = threadIdx.x; xl < n; xl += blockDim.x) {         // lines 6-21
+      const int x = (int)xl;
+      const int mx = M[x];
+      if (x == u || x == mateU || x > mx) continue;                      // lines 7-8
+      roma_candidate(wu, wmu, w, n, w_umu, x, mx, best, a, b);           // lines 10-19
+    }
+    // line 23: BlockReduce with the max on gains; equal gains go to the smaller scanned
+    // edge (min(a, b)), the sequential scan's choice. Warp shuffles, then warp 0.
     for (int off = 16; off > 0; off >>= 1) {
       const double g2 = __shfl_down_sync(full, best, off);
       const int a2 = __shfl_down_sync(full, a, off);
@@ -198,7 +188,26 @@ extern "C" __global__ void roma_phase2(const float* __restrict__ w, int* Mw, int
         best = g2; a = a2; b = b2;
       }
     }
-    if (lane == 0 && a >= 0) roma_flip(M, locks, a, b, u, mateU, best, stats);  // lines 25-26
+    if (lane == 0) { s_gain[warp] = best; s_a[warp] = a; s_b[warp] = b; }
+    __syncthreads();                                                     // line 24
+    if (warp == 0) {
+      best = lane < nwarps ? s_gain[lane] : threshold;
+      a = lane < nwarps ? s_a[lane] : -1;
+      b = lane < nwarps ? s_b[lane] : -1;
+      for (int off = 16; off > 0; off >>= 1) {
+        const double g2 = __shfl_down_sync(full, best, off);
+        const int a2 = __shfl_down_sync(full, a, off);
+        const int b2 = __shfl_down_sync(full, b, off);
+        if (a2 >= 0 && (a < 0 || g2 > best || (g2 == best && min(a2, b2) < min(a, b)))) {
+          best = g2; a = a2; b = b2;
+        }
+      }
+      if (lane == 0) {  // lines 25-26; a rescan only after a failed flip
+        s_go = a >= 0 && !roma_flip(M, locks, a, b, u, mateU, best, stats);
+      }
+    }
+    __syncthreads();
+    if (!s_go) return;
   }
 }
 

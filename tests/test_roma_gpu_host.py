@@ -43,8 +43,21 @@ def test_rejects_bad_parameters_naming_the_solver(cls, kw, match):
 def test_configs_instantiate_with_the_thesis_settings(name, cls):
     s = instantiate(OmegaConf.load(CONF / f"{name}.yaml"))
     assert type(s) is cls and s.name == name and s.problem == "mwpm" and s.device == "gpu"
-    assert s.params == {"max_phases": 8, "threshold": 1e-5, "threads_per_block": 1024}
+    want = {"max_phases": 8, "threshold": 1e-5, "threads_per_block": 1024}
+    if name == "roma2_gpu":
+        want["on_fail"] = "wait"
+    assert s.params == want
     assert s.kernel_families == ("roma",)
+
+
+def test_on_fail_is_a_roma2_choice():
+    assert Roma2GPU(on_fail="rescan").params["on_fail"] == "rescan"
+    for bad in ("retry", None, True):
+        with pytest.raises(ValueError, match="roma2_gpu: on_fail must be one of 'wait', 'rescan'"):
+            Roma2GPU(on_fail=bad)
+    with pytest.raises(ValueError, match="roma1_gpu: on_fail must be one of 'wait'"):
+        Roma1GPU(on_fail="rescan")
+    assert "on_fail" not in Roma1GPU().params
 
 
 def test_grids_one_block_per_vertex_or_one_thread_per_vertex():

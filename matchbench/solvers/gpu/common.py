@@ -83,6 +83,9 @@ def release_resident() -> None:
     _resident.clear()
 
 
+#: Host-to-device copies of a weight matrix go in row blocks of at most this many bytes.
+UPLOAD_CHUNK_BYTES = 256 << 20
+
 #: ``{"entry": (weakref to the CompleteGraph, device id, cupy matrix, upload seconds)}``: the
 #: device copy of one instance, shared by the ``mwpm`` solvers and the verifier's GPU check.
 _resident_matrix: dict[str, Any] = {}
@@ -104,9 +107,15 @@ def device_matrix(graph: Any) -> tuple[Any, float]:
     _resident_matrix.clear()
     _resident.clear()  # a bipartite graph held for another family's solvers
     cp.get_default_memory_pool().free_all_blocks()
+    host = graph.weight
+    d = cp.empty(host.shape, dtype=host.dtype)
+    # Row blocks of at most UPLOAD_CHUNK_BYTES: cupy.asarray would stage the whole matrix in
+    # pinned host memory first, a second host copy (64 GiB at n = 131072).
+    rows = max(1, UPLOAD_CHUNK_BYTES // max(1, host.strides[0]))
     timer = EventTimer()
     with timer:
-        d = cp.asarray(graph.weight)
+        for i in range(0, host.shape[0], rows):
+            d[i : i + rows].set(host[i : i + rows])
     _resident_matrix["entry"] = (weakref.ref(graph), dev, d, timer.seconds)
     return d, timer.seconds
 

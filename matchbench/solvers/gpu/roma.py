@@ -41,6 +41,10 @@ class _RomaGPU(BaseSolver):
         A flip is attempted only when it gains more than this (default 1e-5, Sec. 5.5.4).
     threads_per_block : int
         A multiple of 32 in [32, 1024] (default 1024, the thesis's choice for both).
+    on_fail : {"wait", "rescan"}
+        ``roma2_gpu`` only: what a block does when its atomicFlip fails. ``wait`` for the
+        next phase (the thesis's choice, Sec. 4.1.2) or ``rescan``: search the matched
+        edges one more time and try that flip (the alternative of Fig. 5.7).
 
     Notes
     -----
@@ -59,9 +63,14 @@ class _RomaGPU(BaseSolver):
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("roma",)
     _kernel: ClassVar[str]
+    _on_fail: ClassVar[tuple[str, ...]] = ("wait",)
 
     def __init__(
-        self, max_phases: int = 8, threshold: float = 1e-5, threads_per_block: int = 1024
+        self,
+        max_phases: int = 8,
+        threshold: float = 1e-5,
+        threads_per_block: int = 1024,
+        on_fail: str = "wait",
     ) -> None:
         if isinstance(max_phases, bool) or not isinstance(max_phases, int) or max_phases < 0:
             raise ValueError(f"{self.name}: max_phases must be an integer >= 0, not {max_phases!r}")
@@ -73,7 +82,16 @@ class _RomaGPU(BaseSolver):
         ):
             raise ValueError(f"{self.name}: threshold must be a finite number >= 0, not {threshold!r}")
         tpb = block_size(f"{self.name}: threads_per_block", threads_per_block)
-        super().__init__(max_phases=max_phases, threshold=threshold, threads_per_block=tpb)
+        if on_fail not in self._on_fail:
+            raise ValueError(
+                f"{self.name}: on_fail must be one of {', '.join(map(repr, self._on_fail))}, "
+                f"not {on_fail!r}"
+            )
+        params = dict(max_phases=max_phases, threshold=threshold, threads_per_block=tpb)
+        if self.name == "roma2_gpu":
+            params["on_fail"] = on_fail
+        super().__init__(**params)
+        self.on_fail = on_fail
         self.max_phases = max_phases
         self.threshold = float(threshold)
         self.tpb = tpb
@@ -159,7 +177,9 @@ class _RomaGPU(BaseSolver):
         st = self._st
         n = st["n"]
         grid, block = self._grid(n)
-        args_tail = (np.int64(n), np.float64(self.threshold), st["stats"])
+        args_tail: tuple[Any, ...] = (np.int64(n), np.float64(self.threshold), st["stats"])
+        if self.name == "roma2_gpu":
+            args_tail += (np.int32(1 if self.on_fail == "rescan" else 0),)
         weight_init = weight = self._weight(st)
         per_phase: list[dict[str, Any]] = []
         converged = False
@@ -243,11 +263,13 @@ class Roma2GPU(_RomaGPU):
 
     ``n`` blocks of ``threads_per_block`` threads (the blocks of vertices with ``u > M[u]``
     return at once); each block scans the matched edges block-strided, reduces to its best
-    flip, and its thread 0 calls atomicFlip once (no retry within the phase).
+    flip, and its thread 0 calls atomicFlip once (``on_fail="wait"``; ``"rescan"``: after a
+    failure the block searches once more and tries again).
     """
 
     name: ClassVar[str] = "roma2_gpu"
     _kernel: ClassVar[str] = "roma_phase2"
+    _on_fail: ClassVar[tuple[str, ...]] = ("wait", "rescan")
 
     def _grid(self, n: int) -> tuple[int, int]:
         return n, self.tpb
