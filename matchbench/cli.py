@@ -9,6 +9,17 @@
     the comparison report (:mod:`matchbench.report`);
 ``matchbench compare BASE NEW``
     the regression gate (:mod:`matchbench.results.compare`).
+
+Exit status of a run or sweep (:func:`matchbench.runner.execute.execute`):
+
+- 0: every task ran (its rows may still say ``error``, ``timeout``, ``crashed``, ...);
+- 2: no cluster to run on (``cluster=external`` unreachable or without workers, a bad
+  ``cluster`` setting); nothing ran;
+- 75 (``EX_TEMPFAIL``): the Dask scheduler went away mid-sweep; the finished tasks are
+  written and the line printed names the ``run.resume=true run.id=...`` command that
+  runs the rest once a scheduler is back;
+- 130: Ctrl-C, 143: SIGTERM (``kill``, a batch system's time limit), each with the same
+  resume line.
 """
 
 from __future__ import annotations

@@ -255,6 +255,8 @@ def test_sweep_runs_on_a_running_scheduler_and_its_workers(cluster):
     )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "cluster: 2 worker(s), 0 offering GPU=1, 2 offering CPU=1" in res.stderr, res.stderr[-3000:]
+    # The scheduler runs with --no-dashboard: no link to the port its metrics server took.
+    assert f"Dask dashboard: none (the scheduler at {cluster.address} serves none" in res.stderr, res.stderr[-3000:]
 
     runs = cluster.dir / "runs"
     (run_dir,) = runs.glob("date=*/run=*")
@@ -321,6 +323,65 @@ def test_killed_worker_is_replaced_and_every_task_is_written_once(cluster):
     # Workers that stop leave no task process behind.
     cluster.close()
     _wait_until(lambda: not _task_processes(cluster.marker), 30, "task processes to end with workers")
+
+
+@pytest.mark.slow
+@needs_proc
+def test_killed_scheduler_stops_the_sweep_and_resume_runs_the_rest(cluster):
+    """SIGKILL the `dask scheduler` after the first task: the sweep exits with status 75
+    and one line naming the scheduler and the resume command; the finished rows stay,
+    the tasks the scheduler took with it are no rows (not `crashed`); that resume
+    command, against a new scheduler and workers, runs the rest, each task once."""
+    import shlex
+
+    from matchbench.runner.execute import EXIT_SCHEDULER_LOST
+
+    cluster.start_scheduler()
+    for i in range(2):
+        cluster.start_worker(f"cpu-{i}", "--resources", "CPU=1")
+    seeds = ",".join(str(s) for s in range(1, 7))
+    args = _sweep(cluster, "algorithm._target_=_faulty_solvers.Faulty", "+algorithm.mode=sleep",
+                  "+algorithm.at=-1", "+algorithm.seconds=3", "dataset=er", "dataset.scale=6",
+                  f"dataset.seed={seeds}", "gpu.repetitions=1", "gpu.warmup=0",
+                  f"cluster.scheduler_file={cluster.scheduler_file}", "run.id=lost")
+    sweep = subprocess.Popen(args, env=cluster.env, cwd=cluster.dir, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    cluster.procs["sweep"] = sweep
+    runs = cluster.dir / "runs"
+    _wait_until(lambda: list(runs.glob("date=*/run=lost/part-*.parquet")) or sweep.poll() is not None,
+                SWEEP_S, "the first task to finish")
+    os.killpg(cluster.procs["scheduler"].pid, signal.SIGKILL)
+    _, err = sweep.communicate(timeout=SWEEP_S)
+    assert sweep.returncode == EXIT_SCHEDULER_LOST == 75, err[-3000:]
+    assert "Traceback" not in err and "crashed" not in err, err[-3000:]
+    lines = [ln for ln in err.splitlines() if ln.startswith("matchbench: ")]
+    assert len(lines) == 1, err[-3000:]
+    assert f"lost the connection to the Dask scheduler at {cluster.address}" in lines[0], lines[0]
+    assert "of 6 task(s) finished and written to" in lines[0], lines[0]
+    command = err.splitlines()[err.splitlines().index(lines[0]) + 1].strip()
+    assert command.startswith("matchbench -m ") and command.endswith("run.resume=true run.id=lost"), command
+
+    first = read_results(runs)
+    assert 1 <= len(first) < 6, first[["task_id", "status"]]
+    assert (first.status == "ok").all(), first[["status", "error"]].to_string()
+
+    # A new scheduler (writing the same scheduler file) and new workers; the old workers
+    # are ended, as they would time out without a scheduler.
+    cluster.close()
+    cluster.procs.clear()
+    cluster.scheduler_file.unlink()
+    cluster.start_scheduler()
+    for i in range(2):
+        cluster.start_worker(f"new-{i}", "--resources", "CPU=1")
+    resumed = subprocess.run(
+        [sys.executable, "-m", *shlex.split(command)], env=cluster.env, cwd=cluster.dir,
+        capture_output=True, text=True, timeout=SWEEP_S,
+    )
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"resume: {len(first)} task(s) already in run lost, skipped" in resumed.stderr, resumed.stderr[-3000:]
+    df = read_results(runs)
+    _each_task_once(df, n_tasks=6, n_reps=1)
+    assert set(first.task_id) <= set(df.task_id)
 
 
 # -- settings, without the dask CLI ---------------------------------------------------------

@@ -38,6 +38,36 @@ class ClusterError(RuntimeError):
     pass
 
 
+class SchedulerLost(RuntimeError):
+    """The sweep's client lost its Dask scheduler (it died, or the network to it did).
+
+    Not a failure of the tasks in flight: they are left unwritten, for ``run.resume``.
+    """
+
+
+def scheduler_lost(client, exc: BaseException) -> str | None:
+    """Why ``exc`` (from a future or a client call) means the scheduler is gone, else None.
+
+    When the connection to the scheduler closes, ``distributed`` cancels every future of
+    the client with the reason ``scheduler-connection-lost`` and tries to reconnect for
+    its connect timeout; calls made meanwhile fail with a comm error or
+    ``ClosedClientError``. A future cancelled for any other reason was also stopped by
+    the cluster, not by its task, and is treated alike: no row of a task that did not
+    run. Any other exception (``KilledWorker``, an error of the task) is the task's.
+    """
+    from distributed.client import ClosedClientError, FutureCancelledError
+    from distributed.comm import CommClosedError
+
+    address = getattr(getattr(client, "scheduler", None), "address", None) or "?"
+    if isinstance(exc, FutureCancelledError):
+        if exc.reason == "scheduler-connection-lost":
+            return f"lost the connection to the Dask scheduler at {address}"
+        return f"the Dask scheduler at {address} cancelled task {exc.key} ({exc.reason})"
+    if isinstance(exc, (CommClosedError, ClosedClientError)) or getattr(client, "status", "running") != "running":
+        return f"lost the connection to the Dask scheduler at {address} ({type(exc).__name__}: {exc})"
+    return None
+
+
 def gpu_count() -> int:
     """Visible CUDA devices, 0 where CuPy or a driver is missing."""
     try:
@@ -176,11 +206,8 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
     settings = {"distributed.scheduler.allowed-failures": allowed}
     with dask.config.set(settings):
         if kind == "external":
-            client = external_client(cfg)
-            try:
+            with _closing(external_client(cfg)) as client:
                 yield client
-            finally:
-                client.close()
             return
         if kind == "auto":
             ok, why = dask_cuda_available()
@@ -206,10 +233,57 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
         else:
             raise ClusterError(f"unknown cluster kind {kind!r} (auto, local_cpu, local_cuda, external)")
         try:
-            with Client(cluster) as client:
-                yield client
-        finally:
+            client = Client(cluster)
+        except BaseException:
             cluster.close()
+            raise
+        with _closing(client, cluster):
+            yield client
+
+
+@contextlib.contextmanager
+def _closing(client, cluster=None) -> Iterator[Any]:
+    """Yield ``client``; then close it and the local ``cluster``, also on an exception.
+
+    After a :class:`SchedulerLost` the closing is quick and quiet: each attempt to reach
+    the dead scheduler (a local cluster retiring its workers) waits
+    ``LOST_CONNECT_TIMEOUT_S``, not Dask's connect timeout (30 s), and the client's
+    logged traceback of its abandoned reconnection is not shown: the sweep has said
+    what happened in one line.
+    """
+    lost = False
+    try:
+        yield client
+    except SchedulerLost:
+        lost = True
+        raise
+    finally:
+        with _scheduler_gone() if lost else contextlib.nullcontext():
+            try:
+                client.close()
+            finally:
+                if cluster is not None:
+                    cluster.close()
+
+
+#: How long closing waits for each attempt to reach a scheduler that has gone.
+LOST_CONNECT_TIMEOUT_S = 2
+
+
+@contextlib.contextmanager
+def _scheduler_gone() -> Iterator[None]:
+    import dask
+
+    names = ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]
+    levels = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+    try:
+        with dask.config.set({"distributed.comm.timeouts.connect": f"{LOST_CONNECT_TIMEOUT_S}s"}):
+            yield
+    finally:
+        for n, level in levels.items():
+            logging.getLogger(n).setLevel(level)
 
 
 def scheduler_address(cfg: dict[str, Any]) -> tuple[str, str]:
@@ -352,3 +426,65 @@ def _takes_n_workers(client) -> bool:
     import inspect
 
     return "n_workers" in inspect.signature(client.scheduler_info).parameters
+
+
+def dashboard_link(client) -> str | None:
+    """The URL of the scheduler's dashboard, or None where it serves none.
+
+    ``Client.dashboard_link`` is no answer to the question: a Dask scheduler always
+    starts an HTTP server (health, metrics) and reports it as the ``dashboard`` service,
+    on port 8787 by default, also when the dashboard itself is off
+    (``dask scheduler --no-dashboard``, ``LocalCluster(dashboard_address=None)``, bokeh
+    missing); the link then names a page that is not there, or another process's
+    dashboard on 8787. So the scheduler is asked whether its HTTP server carries the
+    (bokeh) dashboard, on which address and port, and under which ``--dashboard-prefix``.
+    The host is the one that server is bound to, or, where it listens on every
+    interface, the host of the scheduler's address as this client reaches it.
+
+    A scheduler that refuses to run the question (a restricted one) gets Dask's link.
+    """
+
+    def probe(dask_scheduler=None):
+        # Defined here, sent by value: the scheduler need not have matchbench installed.
+        server = getattr(dask_scheduler, "http_server", None)
+        apps = getattr(getattr(dask_scheduler, "http_application", None), "applications", None) or []
+        boards = [a for a in apps if any(c.__module__.split(".")[0] == "bokeh" for c in type(a).__mro__)]
+        if server is None or not boards:
+            return None
+        return {"host": getattr(server, "address", None), "port": server.port,
+                "prefix": getattr(boards[0], "_prefix", "") or ""}
+
+    try:
+        info = client.run_on_scheduler(probe)
+    except Exception as exc:  # noqa: BLE001 - only the dashboard line depends on it
+        log.debug("could not ask the scheduler for its dashboard (%s)", exc)
+        try:
+            return client.dashboard_link or None
+        except Exception:  # noqa: BLE001 - no 'dashboard' service at all
+            return None
+    if info is None:
+        return None
+    from distributed.comm import get_address_host
+    from distributed.utils import format_dashboard_link
+
+    host = info["host"]
+    if not host or host in ("0.0.0.0", "::"):
+        address = client.scheduler.address
+        host = "localhost" if address.startswith("inproc://") else get_address_host(address)
+    link = format_dashboard_link(host, info["port"])
+    prefix = "/" + info["prefix"].strip("/") if info["prefix"].strip("/") else ""
+    if prefix and link.endswith("/status"):
+        link = link[: -len("/status")] + prefix + "/status"
+    return link
+
+
+def dashboard_line(client, cfg: dict[str, Any]) -> str:
+    """``Dask dashboard: URL``, or why there is none, for the sweep's first lines."""
+    link = dashboard_link(client)
+    if link:
+        return f"Dask dashboard: {link}"
+    if cfg.get("kind") == "external":
+        address = getattr(client.scheduler, "address", "?")
+        return (f"Dask dashboard: none (the scheduler at {address} serves none: started with "
+                "--no-dashboard, or without bokeh)")
+    return "Dask dashboard: none (cluster.dashboard_address=null, or bokeh is not installed)"

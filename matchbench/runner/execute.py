@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,47 @@ from matchbench.runner.plan import Plan
 from matchbench.runner.task import error_row, task_base
 
 log = logging.getLogger(__name__)
+
+
+#: Exit status of a sweep ended by Ctrl-C (SIGINT) and by SIGTERM (``kill``, a batch
+#: system's time limit), as a shell reports a process killed by the signal.
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+#: Exit status of a sweep that lost its Dask scheduler (sysexits.h's EX_TEMPFAIL: a
+#: temporary failure, to be retried; here with ``run.resume=true``).
+EXIT_SCHEDULER_LOST = 75
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during a sweep: it ends as after Ctrl-C (see :func:`_sigterm_as_interrupt`)."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """Turn SIGTERM into :class:`Terminated` while the sweep runs.
+
+    By default SIGTERM ends Python at once and silently: no line saying what was kept
+    and how to resume, no note in the run's manifest. A KeyboardInterrupt subclass
+    takes Ctrl-C's way out instead. Further SIGTERMs are ignored while that way
+    closes the cluster (a batch system follows up with SIGKILL anyway). Only in the main
+    thread, where Python runs signal handlers.
+    """
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise Terminated()
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def new_run_id() -> str:
@@ -100,7 +142,12 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     Rows are written per task as soon as it finishes (a crash of this process loses
     only tasks in flight); with ``run.resume`` the tasks already in the run are skipped.
     Ctrl-C ends the sweep with one line (what was kept, the resume command) and exit
-    status 130; the finished tasks' rows are already on disk.
+    status 130, SIGTERM likewise with 143; the finished tasks' rows are already on
+    disk. So does the loss of the
+    Dask scheduler (it died, or the network to it did), with exit status
+    ``EXIT_SCHEDULER_LOST`` (75): the tasks it took with it are not rows (not
+    ``crashed``: nothing is known of them) and run on resume. A cluster that cannot be
+    started or reached at all is exit status 2.
     """
     from matchbench.runner.provenance import client_provenance
 
@@ -167,23 +214,37 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
         stream.write(f"resume: {skipped_done} task(s) already in run {run_id}, skipped\n")
 
     to_run = set(tasks)
-    from matchbench.runner.cluster import ClusterError
+    from matchbench.runner.cluster import ClusterError, SchedulerLost
 
     try:
-        _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream)
+        with _sigterm_as_interrupt():
+            _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream)
+    except SchedulerLost as exc:  # as Ctrl-C: what was kept, and how to go on
+        writer.write_manifest({"scheduler_lost": datetime.now(UTC).isoformat(), "failed": str(exc)})
+        stream.write(
+            f"\nmatchbench: {exc}: {len(finished & to_run)} of {len(to_run)} task(s) finished and "
+            f"written to {writer.dir}; the others will run on resume (with a scheduler running):\n"
+            f"  {resume_command(run_id)}\n"
+        )
+        stream.flush()
+        raise SystemExit(EXIT_SCHEDULER_LOST) from None
     except ClusterError as exc:  # no cluster to run on: one line, not a traceback
         writer.write_manifest({"failed": str(exc)})
         stream.write(f"matchbench: error: {exc}\n")
         stream.flush()
         raise SystemExit(2) from None
-    except KeyboardInterrupt:
-        writer.write_manifest({"interrupted": datetime.now(UTC).isoformat()})
+    except KeyboardInterrupt as exc:
+        term = isinstance(exc, Terminated)
+        writer.write_manifest(
+            {"interrupted": datetime.now(UTC).isoformat(), "signal": "SIGTERM" if term else "SIGINT"}
+        )
         stream.write(
-            f"\ninterrupted: {len(finished & to_run)} of {len(to_run)} task(s) finished and written to "
-            f"{writer.dir}; the others will run on resume:\n  {resume_command(run_id)}\n"
+            f"\n{'terminated (SIGTERM)' if term else 'interrupted'}: {len(finished & to_run)} of "
+            f"{len(to_run)} task(s) finished and written to {writer.dir}; the others will run on "
+            f"resume:\n  {resume_command(run_id)}\n"
         )
         stream.flush()
-        raise SystemExit(130) from None
+        raise SystemExit(EXIT_TERMINATED if term else EXIT_INTERRUPTED) from None
 
     writer.write_manifest({"finished": datetime.now(UTC).isoformat()})
     out = {"run_id": run_id, "dir": str(writer.dir), "rows": dict(summary), "tasks": len(tasks)}
@@ -194,71 +255,93 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
 
 
 def _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream) -> None:
-    """Submit the tasks to the cluster and write each one's rows as it finishes."""
-    from distributed import as_completed
+    """Submit the tasks to the cluster and write each one's rows as it finishes.
 
-    from matchbench.runner.cluster import (
-        cpu_workers,
-        gpu_workers,
-        make_client,
-        task_resources,
-        worker_count,
-    )
+    Raises :class:`~matchbench.runner.cluster.SchedulerLost` where the scheduler goes
+    away: from a cancelled future, or from any client call made after it has gone.
+    """
+    from matchbench.runner.cluster import SchedulerLost, make_client, scheduler_lost
 
     if not tasks:
         return
     with make_client(cluster_cfg) as client:
-        stream.write(f"matchbench run {run_id}: {len(tasks)} task(s) from {len(plans)} job(s)\n")
-        stream.write(f"Dask dashboard: {client.dashboard_link}\n")
-        stream.flush()
-        n_gpu = gpu_workers(client)
-        n_cpu = cpu_workers(client)
-        n_workers = worker_count(client)
-        stream.write(f"cluster: {n_workers} worker(s), {n_gpu} offering GPU=1, {n_cpu} offering CPU=1\n")
-        families = sorted({f for t in tasks.values() for f in t.get("kernel_families", [])})
-        if families and n_gpu:
-            client.register_plugin(PrecompileKernels(families))
-        if not n_gpu:
-            no_gpu = [tid for tid, t in tasks.items() if t["device"] == "gpu"]
-            if no_gpu:
-                names = sorted({tasks[tid]["algorithm"] for tid in no_gpu})
-                why = ("no worker of this cluster offers the resource GPU=1 (no GPU visible, "
-                       "or use cluster=local_cuda, or start workers with --resources GPU=1)")
-                stream.write(f"skipped {len(no_gpu)} GPU task(s) ({', '.join(names)}): {why}\n")
-                for tid in no_gpu:
-                    write(tid, [error_row(task_base(tasks.pop(tid)), f"GPU task but {why}", status="skipped")])
-        progress = Progress(len(tasks), stream)
-        futures = {}
-        # Dask runs tasks of equal priority in submission order, so this order is the
-        # schedule: see submission_order.
-        from matchbench.datasets import disk_cache_path
-        from matchbench.runner.child import run_task
+        try:
+            _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream)
+        except SchedulerLost:
+            raise
+        except Exception as exc:  # a client call that failed because the scheduler went away
+            if why := scheduler_lost(client, exc):
+                raise SchedulerLost(why) from None
+            raise
 
-        order = [(tid, tasks[tid]) for tid in submission_order(tasks)]
-        warm = _warm_instances(client, [t for _, t in order], n_gpu, n_cpu, stream)
-        for tid, t in order:
-            path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
-            after = [warm[str(path)]] if str(path) in warm and t["device"] == "gpu" else []
-            fut = client.submit(
-                run_task, t, *after, pure=False, key=f"{t['algorithm']}-{tid}",
-                resources=task_resources(t["device"], n_cpu),
-            )
-            futures[fut] = tid
-        for fut in as_completed(list(futures)):
-            tid = futures[fut]
-            t = tasks[tid]
-            try:
-                rows = fut.result()
-            except Exception as exc:  # the worker itself died or the task was lost
-                rows = [error_row(task_base(t), exc, status="crashed", stage="worker")]
-            if not rows:
-                rows = [error_row(task_base(t), "task produced no rows", status="error")]
-            write(tid, rows)
-            progress.update(t, rows)
-            # Done with it: a worker that dies later must not make the scheduler recompute
-            # a result that is already on disk.
-            del futures[fut]
-            fut.release()
+
+def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream) -> None:
+    """The sweep on a connected client: submit largest-first, write rows as they land."""
+    from distributed import as_completed
+
+    from matchbench.runner.cluster import (
+        SchedulerLost,
+        cpu_workers,
+        dashboard_line,
+        gpu_workers,
+        scheduler_lost,
+        task_resources,
+        worker_count,
+    )
+
+    stream.write(f"matchbench run {run_id}: {len(tasks)} task(s) from {len(plans)} job(s)\n")
+    stream.write(dashboard_line(client, cluster_cfg) + "\n")
+    stream.flush()
+    n_gpu = gpu_workers(client)
+    n_cpu = cpu_workers(client)
+    n_workers = worker_count(client)
+    stream.write(f"cluster: {n_workers} worker(s), {n_gpu} offering GPU=1, {n_cpu} offering CPU=1\n")
+    families = sorted({f for t in tasks.values() for f in t.get("kernel_families", [])})
+    if families and n_gpu:
+        client.register_plugin(PrecompileKernels(families))
+    if not n_gpu:
+        no_gpu = [tid for tid, t in tasks.items() if t["device"] == "gpu"]
+        if no_gpu:
+            names = sorted({tasks[tid]["algorithm"] for tid in no_gpu})
+            why = ("no worker of this cluster offers the resource GPU=1 (no GPU visible, "
+                   "or use cluster=local_cuda, or start workers with --resources GPU=1)")
+            stream.write(f"skipped {len(no_gpu)} GPU task(s) ({', '.join(names)}): {why}\n")
+            for tid in no_gpu:
+                write(tid, [error_row(task_base(tasks.pop(tid)), f"GPU task but {why}", status="skipped")])
+    progress = Progress(len(tasks), stream)
+    futures = {}
+    # Dask runs tasks of equal priority in submission order, so this order is the
+    # schedule: see submission_order.
+    from matchbench.datasets import disk_cache_path
+    from matchbench.runner.child import run_task
+
+    order = [(tid, tasks[tid]) for tid in submission_order(tasks)]
+    warm = _warm_instances(client, [t for _, t in order], n_gpu, n_cpu, stream)
+    for tid, t in order:
+        path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
+        after = [warm[str(path)]] if str(path) in warm and t["device"] == "gpu" else []
+        fut = client.submit(
+            run_task, t, *after, pure=False, key=f"{t['algorithm']}-{tid}",
+            resources=task_resources(t["device"], n_cpu),
+        )
+        futures[fut] = tid
+    for fut in as_completed(list(futures)):
+        tid = futures[fut]
+        t = tasks[tid]
+        try:
+            rows = fut.result()
+        except Exception as exc:  # the worker itself died, or the scheduler did
+            if why := scheduler_lost(client, exc):
+                raise SchedulerLost(why) from None
+            rows = [error_row(task_base(t), exc, status="crashed", stage="worker")]
+        if not rows:
+            rows = [error_row(task_base(t), "task produced no rows", status="error")]
+        write(tid, rows)
+        progress.update(t, rows)
+        # Done with it: a worker that dies later must not make the scheduler recompute
+        # a result that is already on disk.
+        del futures[fut]
+        fut.release()
 
 
 # Entries (edges, matrix cells, list items) per vertex when a sparse spec names no degree.

@@ -1,0 +1,76 @@
+"""A task file half-written when the sweep died is never read, and resume runs its task.
+
+Rows go to ``.part-<task>.parquet.tmp`` and are renamed to ``part-<task>.parquet`` when
+complete (:class:`matchbench.results.store.RunWriter`); a crash between the two leaves
+the temporary file. It must be invisible to every reader (ours, pyarrow's dataset,
+DuckDB's glob) and must not count as done, so that ``run.resume=true`` runs the task
+again and the final run holds each task once.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pyarrow.dataset as ds
+import pytest
+
+from matchbench.results.store import RunWriter, read_results
+from matchbench.runner.execute import execute
+from matchbench.runner.plan import build_plan
+
+
+def _plan(tmp_path, **run):
+    cfg = {
+        "algorithm": {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"},
+        "dataset": {"instances": [
+            {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 5, "seed": s}
+            for s in (1, 2, 3)
+        ]},
+        "gpu": {"repetitions": 2, "warmup": 0},
+        "cluster": {"kind": "local_cpu", "n_workers": 1, "dashboard_address": ":0"},
+        "run": {"results_dir": str(tmp_path / "runs"), "task_timeout_s": 60, "verify": True,
+                "id": "half"} | run,
+        "data_dir": str(tmp_path / "data"),
+    }
+    return build_plan(cfg)
+
+
+@pytest.mark.slow
+def test_half_written_task_file_is_never_read_and_resume_reruns_its_task(tmp_path):
+    first = execute([_plan(tmp_path)], stream=io.StringIO())
+    run_dir = Path(first["dir"])
+    before = read_results(run_dir)
+    assert before.task_id.nunique() == 3 and len(before) == 6
+
+    # The sweep died while writing one task's file: only its temporary file is there.
+    lost = sorted(before.task_id.unique())[0]
+    part = run_dir / f"part-{lost}.parquet"
+    data = part.read_bytes()
+    part.unlink()
+    tmp = run_dir / f".part-{lost}.parquet.tmp"
+    tmp.write_bytes(data[: len(data) // 2])
+
+    assert set(read_results(tmp_path / "runs").task_id) == set(before.task_id) - {lost}
+    table = ds.dataset(tmp_path / "runs", format="parquet", partitioning="hive").to_table()
+    assert table.num_rows == 4
+    writer = RunWriter(tmp_path / "runs", "half", run_dir.parent.name.split("=", 1)[1])
+    assert writer.done_tasks() == set(before.task_id) - {lost}
+    try:
+        import duckdb
+    except ImportError:
+        pass
+    else:
+        n = duckdb.sql(
+            f"select count(*) from read_parquet('{tmp_path}/runs/**/*.parquet', hive_partitioning=true)"
+        ).fetchall()[0][0]
+        assert n == 4
+
+    log = io.StringIO()
+    again = execute([_plan(tmp_path, resume=True)], stream=log)
+    assert again["tasks"] == 1 and again["rows"] == {"ok": 2}, log.getvalue()
+    assert "2 task(s) already in run half, skipped" in log.getvalue()
+    after = read_results(run_dir)
+    assert after.task_id.nunique() == 3 and after.groupby(["task_id", "repetition"]).size().max() == 1
+    assert len(after) == 6 and (after.status == "ok").all()
+    assert part.exists() and not tmp.exists()  # the rerun's file replaced the torn one
