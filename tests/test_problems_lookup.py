@@ -79,3 +79,22 @@ def test_problem_table_skips_modules_that_fail_or_hold_no_family(monkeypatch):
     monkeypatch.setitem(sys.modules, "matchbench.problems.stray", stray)
     monkeypatch.setattr(pkgutil, "iter_modules", with_strays)
     assert sorted(problem_table()) == ["community", "lap", "mcm", "mwpm", "smarriage", "wmatch"]
+
+
+_CLASSES = {
+    "louvain": "Louvain",
+    "nk_plm": "NkPLM",
+    "igraph_louvain": "IgraphLouvain",
+    "nx_louvain": "NxLouvain",
+}
+
+
+@pytest.mark.parametrize("name", sorted(_CLASSES))
+def test_community_references_and_their_datasets_name_the_community_family(name):
+    from hydra.utils import get_class
+
+    from matchbench.datasets import spec_problem
+
+    cls = get_class(f"matchbench.solvers.cpu.louvain.{_CLASSES[name]}")
+    assert cls.name == name and get_problem(cls.problem).name == "community"
+    assert spec_problem({"_target_": "matchbench.datasets.community.community_mtx"}) == "community"

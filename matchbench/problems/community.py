@@ -1,8 +1,11 @@
 """Community detection by modularity (the Louvain family): data model, Q, certificate.
 
-An instance is a :class:`~matchbench.problems.wmatch.WeightedGraph`, the weighted-matching
-family's data model reused as it is: an undirected graph in one symmetric CSR (both directions
-of every edge stored), finite positive float64 weights; its capacities ``b`` are ignored here.
+An instance is a :class:`CommunityGraph`: the weighted-matching family's
+:class:`~matchbench.problems.wmatch.WeightedGraph` data model reused as it is (an undirected
+graph in one symmetric CSR, both directions of every edge stored, finite positive float64
+weights), without capacities, and tagged ``problem = "community"`` so that the runner pairs it
+with this family's solvers (the dataset functions of :mod:`matchbench.datasets.community`
+return one). :func:`modularity`, :func:`aggregate` and the verifier take any ``WeightedGraph``.
 An answer is a :class:`Partition`: one community id per vertex, optionally the hierarchy of the
 Louvain stages and the modularity the solver claims.
 
@@ -39,10 +42,19 @@ composes to it; Q is recomputed with Eq. 1 in float64 (numba, one pass over the 
 order, so equal answers give equal values, bit for bit); a reported modularity must equal it
 within :data:`MODULARITY_RTOL`. Louvain is a heuristic (finding the best Q is NP-hard,
 Brandes et al. 2008), so there is no reference and no optimality claim to certify.
+
+Quality against the references
+------------------------------
+The ``objective`` column is the recomputed Q; ``reference_objective`` and ``bound`` stay
+empty, because no optimum (nor bound) is known and the Q of another heuristic is none.
+The ratio to the best reference Q on the same instance needs the rows of several solvers,
+so it is computed from the rows, not in one task: :func:`reference_ratios` adds
+``q_ratio = objective / best reference Q`` (the references: :data:`REFERENCES`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -51,21 +63,81 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
+from matchbench.datasets import DatasetError
 from matchbench.problems.base import Problem, Verification
 from matchbench.problems.wmatch import WeightedGraph
 
 __all__ = [
     "MODULARITY_RTOL",
+    "REFERENCES",
     "Community",
+    "CommunityGraph",
     "Partition",
     "aggregate",
     "modularity",
     "move_gain",
+    "reference_ratios",
 ]
 
 #: Tolerance on a solver's reported modularity, relative to ``max(1, |Q|)``: Q lies in
 #: [-1/2, 1), and a poor partition's Q near 0 would make a purely relative test meaningless.
 MODULARITY_RTOL = 1e-9
+
+#: The CPU reference solvers (``algorithm`` column) whose best Q on an instance is the
+#: denominator of :func:`reference_ratios`.
+REFERENCES = ("louvain", "nk_plm", "igraph_louvain", "nx_louvain")
+
+
+class _as_community(contextlib.AbstractContextManager):
+    """Re-raise the data model's "wmatch instance ..." errors as "community instance ..."."""
+
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> None:
+        prefix = "wmatch instance "
+        if isinstance(exc, DatasetError) and str(exc).startswith(prefix):
+            raise DatasetError("community instance " + str(exc)[len(prefix) :]) from None
+
+
+@dataclass(eq=False)
+class CommunityGraph(WeightedGraph):
+    """An instance of the community family: a :class:`WeightedGraph` without capacities.
+
+    Same attributes, construction (:meth:`~WeightedGraph.from_edges`), checks, RCP
+    permutation and ``.npz`` files as its base class; only the ``problem`` tag differs, so
+    that a weighted-matching solver is never paired with a community instance or the other
+    way round. A graph cannot hold a self-loop (module docstring); the readers drop them.
+
+    Raises
+    ------
+    DatasetError
+        For what :class:`WeightedGraph` rejects, and for capacities ``b`` (meaningless here).
+    """
+
+    problem: ClassVar[str] = "community"
+
+    def __post_init__(self) -> None:
+        if self.b is not None:
+            raise DatasetError(
+                f"community instance {self.name!r}: capacities b are a weighted-matching "
+                "notion; a community instance has none"
+            )
+        with _as_community():
+            super().__post_init__()
+
+    @classmethod
+    def from_edges(cls, u: Any, v: Any, w: Any, n: int, **kwargs: Any) -> CommunityGraph:
+        """:meth:`WeightedGraph.from_edges`, its errors naming the community family."""
+        with _as_community():
+            return super().from_edges(u, v, w, n, **kwargs)
+
+    @classmethod
+    def from_graph(cls, graph: WeightedGraph, **changes: Any) -> CommunityGraph:
+        """The community instance of a weighted graph (same arrays; capacities dropped).
+
+        ``changes`` replace ``name``, ``family`` or ``params``.
+        """
+        fields = {"name": graph.name, "family": graph.family, "params": dict(graph.params)}
+        fields.update(changes)
+        return cls(n=graph.n, ptr=graph.ptr, ind=graph.ind, weight=graph.weight, **fields)
 
 
 @dataclass
@@ -290,7 +362,7 @@ def aggregate(
     # the symmetric CSR holds every inside edge twice: its diagonal is twice their weight
     loops = np.bincount(c, weights=_loop(loop, graph.n), minlength=k) + coarse.diagonal() / 2.0
     off = (coarse.row < coarse.col) & (coarse.data > 0)
-    g = WeightedGraph.from_edges(
+    g = type(graph).from_edges(
         coarse.row[off], coarse.col[off], coarse.data[off], k, name=f"{graph.name}/aggregated"
     )
     return g, loops
@@ -403,3 +475,40 @@ def _check_levels(levels: Any, community: np.ndarray) -> str | None:
             f"but community[{x}] = {int(community[x])}"
         )
     return None
+
+
+def reference_ratios(rows: Any, references: tuple[str, ...] = REFERENCES) -> Any:
+    """Each row's Q relative to the best reference Q on the same instance.
+
+    Parameters
+    ----------
+    rows : pandas.DataFrame
+        Result rows (:func:`matchbench.results.store.read_results`); only the community
+        family's verified ``status == "ok"`` rows take part.
+    references : tuple of str
+        The ``algorithm`` values whose best Q is the denominator (default :data:`REFERENCES`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The family's verified rows with two more columns: ``reference_q`` (the best Q of a
+        reference on the row's ``instance_key``, NaN where no reference solved it) and
+        ``q_ratio = objective / reference_q`` (NaN where ``reference_q`` is NaN or not
+        positive: a ratio to Q <= 0 does not say "how close to the best").
+
+    Notes
+    -----
+    Naim et al., IPDPS 2017, Sec. 5, report the GPU algorithm's modularity relative to the
+    sequential Louvain code's on each graph; this is that ratio against the best of our
+    references. It needs the rows of several tasks, hence here and not in the verifier.
+    """
+    import pandas as pd
+
+    df = rows[
+        (rows["problem"] == Community.name) & (rows["status"] == "ok") & rows["verified"].eq(True)
+    ].copy()
+    best = df[df["algorithm"].isin(references)].groupby("instance_key")["objective"].max()
+    df["reference_q"] = df["instance_key"].map(best).astype(float)
+    ratio = df["objective"] / df["reference_q"]
+    df["q_ratio"] = ratio.where(df["reference_q"] > 0)
+    return pd.DataFrame(df)

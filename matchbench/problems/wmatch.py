@@ -415,7 +415,8 @@ class WeightedGraph:
         if b is not None:
             b[perm] = self.b
         params = dict(self.params, rcp=True, rcp_seed=int(seed))
-        return WeightedGraph.from_edges(
+        # type(self): a subclass (the community family's CommunityGraph) stays one
+        return type(self).from_edges(
             perm[u],
             perm[v],
             w,
