@@ -383,3 +383,56 @@ def test_experiment_spec_from_presets(conf_dir):
         tables.experiment_spec("no_tables")
     with pytest.raises(tables.ReportSpecError, match="available: no_tables, with_tables"):
         tables.experiment_spec("nope")
+
+
+# --------------------------------------------------------------------------- derived value
+
+
+def _gap_rows() -> list[dict[str, Any]]:
+    """Two repetitions per solver with objective and bound (a gap to optimality)."""
+    rows = reps([1.0, 1.0], algorithm="roma") + reps([1.0, 1.0], algorithm="roma2_gpu")
+    for r, obj in zip(rows, (95.0, 97.0, 90.0, 90.0), strict=True):
+        r["objective"], r["bound"] = obj, 100.0
+    return rows
+
+
+def test_derived_value_is_the_median_of_per_row_quotients():
+    g = grid(_gap_rows(), value={"num": "bound", "den": "objective"})
+    assert g.value.at["g1", "roma"] == pytest.approx((100 / 95 + 100 / 97) / 2)
+    assert g.value.at["g1", "roma2_gpu"] == pytest.approx(100 / 90)
+
+
+def test_derived_value_complement_is_a_gap_to_optimality():
+    g = grid(_gap_rows(), value={"num": "objective", "den": "bound", "complement": True})
+    assert g.value.at["g1", "roma"] == pytest.approx(0.04)  # median of 0.05 and 0.03
+    assert g.value.at["g1", "roma2_gpu"] == pytest.approx(0.10)
+    text = tables.render_experiment(
+        frame(_gap_rows()), spec_of(value={"num": "objective", "den": "bound", "complement": True})
+    )
+    assert "Cells: 1 - objective / bound, the median" in text
+
+
+def test_derived_value_with_a_zero_or_missing_side_is_no_value():
+    rows = _gap_rows()
+    for r in rows[:2]:
+        r["objective"] = 0.0
+    for r in rows[2:]:
+        r["bound"] = None
+    g = grid(rows, value={"num": "bound", "den": "objective"})
+    assert g.mark.at["g1", "roma"] == "no value"
+    assert g.mark.at["g1", "roma2_gpu"] == "no value"
+
+
+def test_derived_value_caption_and_spec_errors():
+    text = tables.render_experiment(
+        frame(_gap_rows()), spec_of(value={"num": "bound", "den": "objective"})
+    )
+    assert "Cells: bound / objective, the median" in text
+    assert "killed at the time limit" not in text
+    with pytest.raises(tables.ReportSpecError, match=r"value\.den 'weight'"):
+        tables.render_experiment(
+            frame(_gap_rows()), spec_of(value={"num": "bound", "den": "weight"})
+        )
+    for bad in ({"num": "bound"}, {"num": "bound", "den": "objective", "complement": "yes"}):
+        with pytest.raises(tables.ReportSpecError, match=r"\{num: COLUMN, den: COLUMN\}"):
+            tables.render_experiment(frame(_gap_rows()), spec_of(value=bad))

@@ -19,7 +19,10 @@ The ``report`` section (the contract the presets follow)
           where: {problem: mcm, algorithm: [apfb, hk]}   # optional: field -> value or list
           rows: "{instance}"           # row label template (str.format with the fields below)
           columns: "{algorithm}"       # column label template (either: or a list, below)
-          value: t_solve_s             # numeric result column; default t_solve_s
+          value: t_solve_s             # numeric result column; default t_solve_s; or
+                                       # {num: objective, den: bound}: per result row the
+                                       # quotient of two numeric columns; with
+                                       # complement: true, 1 - num / den (a gap to optimality)
           scale: 1                     # multiply values (1000 -> ms); default 1
           unit: s                      # in lower-bound cells ("> 30 s") and the caption;
                                        # default s, ms or us for a *_s value at scale 1,
@@ -223,7 +226,20 @@ def _check_spec(spec: Mapping[str, Any]) -> None:
                     f"table {title!r}: {key!r} must be a template or a list of templates"
                 )
         value = t.get("value", "t_solve_s")
-        if value not in COLUMNS:
+        if isinstance(value, Mapping):
+            if not {"num", "den"} <= set(value) <= {"num", "den", "complement"} or not isinstance(
+                value.get("complement", False), bool
+            ):
+                raise ReportSpecError(
+                    f"table {title!r}: a derived value is {{num: COLUMN, den: COLUMN}} "
+                    f"(and optionally complement: true), not {dict(value)!r}"
+                )
+            for side in ("num", "den"):
+                if value[side] not in COLUMNS:
+                    raise ReportSpecError(
+                        f"table {title!r}: value.{side} {value[side]!r} is not a result column"
+                    )
+        elif value not in COLUMNS:
             raise ReportSpecError(f"table {title!r}: value {value!r} is not a result column")
         if t.get("best") not in (None, "min", "max"):
             raise ReportSpecError(f"table {title!r}: best must be min or max, not {t['best']!r}")
@@ -495,13 +511,41 @@ def _order(labels: Sequence[str], first: Sequence[Any] | None = None) -> list[st
     return [*first, *rest]
 
 
-def _is_time(value: str) -> bool:
+def _is_time(value: str | Mapping[str, str]) -> bool:
     """A column of seconds (``t_solve_s``), not a rate per second (``edges_per_s``): only
-    those read a timeout as the lower bound "> T"."""
+    those read a timeout as the lower bound "> T" (a derived quotient never does)."""
+    if isinstance(value, Mapping):
+        return False
     return value.endswith("_s") and not value.endswith("_per_s")
 
 
-def _default_unit(value: str, scale: float) -> str:
+#: the column a derived ``{num, den}`` value is computed into before the cells are drawn
+_DERIVED = "_value"
+
+
+def _value_name(value: str | Mapping[str, str]) -> str:
+    """The caption's name of ``value``: a column, or ``num / den``."""
+    if isinstance(value, Mapping):
+        quotient = f"{value['num']} / {value['den']}"
+        return f"1 - {quotient}" if value.get("complement") else quotient
+    return str(value)
+
+
+def _with_value(frame: pd.DataFrame, value: str | Mapping[str, str]) -> tuple[pd.DataFrame, str]:
+    """``frame`` and the column holding the table's numbers: ``value`` itself, or the
+    row-wise quotient ``num / den`` in float64 (NaN where either side is null or den is 0),
+    or ``1 - num / den`` with ``complement``."""
+    if not isinstance(value, Mapping):
+        return frame, str(value)
+    num = pd.to_numeric(frame[value["num"]], errors="coerce").astype("float64")
+    den = pd.to_numeric(frame[value["den"]], errors="coerce").astype("float64")
+    quotient = num / den.where(den != 0)
+    if value.get("complement"):
+        quotient = 1.0 - quotient
+    return frame.assign(**{_DERIVED: quotient}), _DERIVED
+
+
+def _default_unit(value: str | Mapping[str, str], scale: float) -> str:
     if not _is_time(value):
         return ""
     return {1.0: "s", 1e3: "ms", 1e6: "us"}.get(float(scale), "")
@@ -641,7 +685,7 @@ def table_grid(frame: pd.DataFrame, t: Mapping[str, Any]) -> tuple[Grid, pd.Data
         cols.append(_label(t["columns"], f, title, "columns"))
     used = frame.iloc[positions].copy()
     used["_row"], used["_col"] = rows, cols
-    timed = used[~used["instrumented"].eq(True)]
+    timed, value = _with_value(used[~used["instrumented"].eq(True)], value)
 
     row_labels = _order(sorted(set(rows)))
     col_labels = _order(sorted(set(timed["_col"])), t.get("column_order"))
@@ -760,7 +804,7 @@ def _render_table(frame: pd.DataFrame, t: Mapping[str, Any], papers_dir: Path) -
     digits = int(t.get("digits", 3))
     grid, used = table_grid(frame, t)
 
-    scaled = f"{value} x {t['scale']}" if scale != 1 else value
+    scaled = f"{_value_name(value)} x {t['scale']}" if scale != 1 else _value_name(value)
     caption = [
         f"Cells: {scaled}{f' in {unit}' if unit else ''}, the median over an instance's "
         "verified ok repetitions (instrumented ones left out), the geometric mean over "
