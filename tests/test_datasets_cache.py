@@ -108,7 +108,7 @@ def _conf_targets() -> list[tuple[str, str]]:
     out = []
     for path in sorted(CONF.glob("*.yaml")):
         cfg = OmegaConf.to_container(OmegaConf.load(path))
-        for spec in [cfg, *cfg.get("instances", [])]:
+        for spec in [cfg, *cfg.get("instances", []), *([cfg["many"]] if "many" in cfg else [])]:
             if "_target_" in spec:
                 out.append((path.name, spec["_target_"]))
     return out

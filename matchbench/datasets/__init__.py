@@ -6,10 +6,12 @@ names either one instance, by a ``_target_`` function and its arguments::
     {"_target_": "matchbench.datasets.generators.kronecker", "scale": 16, "seed": 1,
      "rcp": False}
 
-or a set of them, as ``instances: [spec, ...]``. :func:`expand` turns a config into a
-list of instance specs (plain, picklable dicts: one Dask task each), :func:`load` turns
-one spec into an instance, and :func:`instance_key` names a spec by a short stable hash
-(for result rows and resuming a sweep).
+or a set of them, as ``instances: [spec, ...]``, or many seeded instances of one
+generator, as ``many: spec`` with ``count``, ``seed`` and optional ``draw`` (see
+:func:`expand`: 10,000 small instances in a config of a few lines, one Hydra job).
+:func:`expand` turns a config into a list of instance specs (plain, picklable dicts: one
+task each), :func:`load` turns one spec into an instance, and :func:`instance_key` names
+a spec by a short stable hash (for result rows and resuming a sweep).
 
 Adding a dataset family takes one function that returns an instance (for the MCM family
 a :class:`~matchbench.problems.bipartite.BipartiteGraph`, for the LAP family a
@@ -104,6 +106,7 @@ NO_DISK_CACHE_ENV = "MATCHBENCH_NO_DISK_CACHE"
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 _SET_KEYS = frozenset({"instances", "rcp", "rcp_seed", "name", "description"})
+_MANY_KEYS = frozenset({"many", "count", "seed", "draw", "rcp", "rcp_seed", "name", "description"})
 
 
 def default_data_dir() -> Path:
@@ -238,10 +241,11 @@ def expand(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
     Parameters
     ----------
     cfg : mapping
-        A dataset config: either one instance (``_target_`` and its arguments) or a set
-        (``instances``: a list of such dicts, plus optional ``name``/``description``).
-        ``rcp`` (true, false or ``"both"``) and ``rcp_seed`` (int, default 0) apply to
-        every instance; an instance's own ``rcp``/``rcp_seed`` take precedence.
+        A dataset config: one instance (``_target_`` and its arguments), a set
+        (``instances``: a list of such dicts, plus optional ``name``/``description``),
+        or many seeded instances of one generator (``many``, below). ``rcp`` (true,
+        false or ``"both"``) and ``rcp_seed`` (int, default 0) apply to every instance;
+        an instance's own ``rcp``/``rcp_seed`` take precedence.
 
     Returns
     -------
@@ -252,10 +256,22 @@ def expand(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
     Raises
     ------
     DatasetError
-        For a config that is neither form, an empty set, or a bad ``rcp``/``rcp_seed``.
+        For a config that is none of the forms, an empty set, a bad ``many`` set, or a
+        bad ``rcp``/``rcp_seed``.
 
     Notes
     -----
+    ``many: {_target_: ..., args}`` with ``count: N``, ``seed: S`` (default 1) and
+    ``draw: {arg: range, ...}`` (optional) is ``N`` instances of the generator: instance
+    ``i`` (from 0) is ``{_target_, args, seed: S + i}`` and each drawn argument's value is
+    drawn for it from ``numpy.random.default_rng(S)``: ``[low, high]`` for integers
+    uniform in ``low..high`` (both included), ``{low: .., high: .., log: true}`` for
+    log-uniform integers (as many of each order of magnitude). Instance ``i`` does not
+    depend on ``N``: a smaller ``count`` gives the first instances of a larger one. The
+    generator's own ``seed`` is the set's to give. ``conf/dataset/lap_many.yaml`` and
+    ``mcm_many.yaml`` are such sets; run them with ``run.batch``
+    (:mod:`matchbench.runner.batch`).
+
     RCP (random row and column permutation) is the second instance set of Deveci et al.
     2013, Sec. 4: it makes augmenting paths long and cheap initial matchings poor.
     """
@@ -265,7 +281,9 @@ def expand(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
     where = str(cfg.get("name") or cfg.get("_target_") or "dataset")
     rcp = cfg.get("rcp", False)
     rcp_seed = cfg.get("rcp_seed", 0)
-    if "instances" in cfg:
+    if "many" in cfg:
+        specs = _many(cfg, where)
+    elif "instances" in cfg:
         if "_target_" in cfg:
             raise DatasetError(f"{where}: a dataset config has either _target_ or instances")
         extra = sorted(set(cfg) - _SET_KEYS)
@@ -296,6 +314,70 @@ def expand(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
             _canonical(one)  # fail here, not in a worker, on data that is not plain
             out.append(one)
     return out
+
+
+def _int(value: Any, what: str, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
+        raise DatasetError(f"{what} must be an integer >= {lo}, not {value!r}")
+    return int(value)
+
+
+def _many(cfg: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
+    """The specs of a ``many`` set (see :func:`expand`), before ``rcp``."""
+    import numpy as np
+
+    if "_target_" in cfg or "instances" in cfg:
+        raise DatasetError(f"{where}: a dataset config has one of _target_, instances and many")
+    extra = sorted(set(cfg) - _MANY_KEYS)
+    if extra:
+        raise DatasetError(
+            f"{where}: unknown keys {extra} next to many (allowed: {', '.join(sorted(_MANY_KEYS))})"
+        )
+    base = cfg["many"]
+    if not isinstance(base, Mapping) or "_target_" not in base:
+        raise DatasetError(f"{where}: many must be a mapping with _target_ (the generator)")
+    count = _int(cfg.get("count"), f"{where}: count", 1)
+    seed = _int(cfg.get("seed", 1), f"{where}: seed", 0)
+    draw = cfg.get("draw") or {}
+    if not isinstance(draw, Mapping):
+        raise DatasetError(f"{where}: draw must map arguments to ranges, not {draw!r}")
+    taken = sorted({"seed", "rcp", "rcp_seed"} & (set(base) | set(draw)))
+    if taken:
+        raise DatasetError(
+            f"{where}: many sets {taken} itself (seed: the set's seed + i; rcp: next to many)"
+        )
+    names = sorted(map(str, draw))
+    columns: dict[str, list[int]] = {}
+    u = np.random.default_rng(seed).random((count, len(names)))
+    for j, name in enumerate(names):
+        spec = draw[name]
+        what = f"{where}: draw.{name}"
+        if isinstance(spec, Mapping):
+            unknown = sorted(set(map(str, spec)) - {"low", "high", "log"})
+            if unknown:
+                raise DatasetError(f"{what}: unknown keys {unknown} (allowed: low, high, log)")
+            low, high, log = spec.get("low"), spec.get("high"), spec.get("log", False)
+        elif isinstance(spec, list | tuple) and len(spec) == 2:
+            (low, high), log = spec, False
+        else:
+            raise DatasetError(f"{what} must be [low, high] or {{low, high, log}}, not {spec!r}")
+        if not isinstance(log, bool):
+            raise DatasetError(f"{what}: log must be true or false, not {log!r}")
+        low = _int(low, f"{what}.low", 1 if log else -(2**62))
+        high = _int(high, f"{what}.high", low)
+        if log:
+            lo, hi = np.log(low), np.log(high + 1)
+            values = np.floor(np.exp(lo + u[:, j] * (hi - lo)))
+        else:
+            values = low + np.floor(u[:, j] * (high - low + 1))
+        columns[name] = np.clip(values, low, high).astype(np.int64).tolist()
+    specs = []
+    for i in range(count):
+        spec = dict(base, seed=seed + i)
+        for name in names:
+            spec[name] = columns[name][i]
+        specs.append(spec)
+    return specs
 
 
 def _canonical(spec: Mapping[str, Any]) -> str:

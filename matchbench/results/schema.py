@@ -25,8 +25,16 @@ repetition and status
     status (see :data:`STATUSES`), error_type, error, time_limit_s (the limit a
     ``timeout`` row was killed at: ``algorithm.time_limit_s`` per repetition, else the
     task's ``run.task_timeout_s``)
+batch (``run.batch``, :mod:`matchbench.runner.batch`; both null in unbatched runs)
+    batch_id (the batched task the row came from; its file is
+    ``part-batch-<batch_id>.parquet``), batch_size (how many instances shared the row's
+    timed call, a ``batchable`` solver's ``prepare_batch``/``run``/``result_batch``: its
+    times are ``1/batch_size`` of the call's, ``counters_json["batch_solve_s"]`` is the
+    call's whole solve time and its counters are the call's totals; null where the
+    instance was solved alone, also inside a batch)
 times (seconds)
-    t_total_s (the task's wall clock, per row the same), t_load_s, t_init_s (the
+    t_total_s (the task's wall clock, per row the same; in a batch the instance's
+    share: its own wall clock when solved alone), t_load_s, t_init_s (the
     initializer: host clock for a CPU one, CUDA events for a GPU one), t_compile_s,
     t_upload_s (host-to-device copy of the instance, once per task: the time a graph that
     starts on the host adds), t_prepare_s, t_solve_s, t_e2e_s (t_init_s + t_solve_s: from
@@ -52,7 +60,7 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: ``status`` values: ok, error (an exception, bad input), timeout, oom (device or host
 #: memory), skipped (the solver declined the instance), crashed (the task's process died).
@@ -102,6 +110,9 @@ SCHEMA = pa.schema(
         ("error_type", pa.string()),
         ("error", pa.string()),
         ("time_limit_s", pa.float64()),
+        # batch
+        ("batch_id", pa.string()),
+        ("batch_size", pa.int32()),
         # times
         ("t_total_s", pa.float64()),
         ("t_load_s", pa.float64()),
@@ -214,7 +225,8 @@ def _v3_to_v4(table: pa.Table) -> pa.Table:
 
 
 # Upgrades from version v to v + 1; each takes and returns a pyarrow Table. Columns that
-# a version only adds (1 -> 2: experiment, instrumented, time_limit_s) need no step:
+# a version only adds (1 -> 2: experiment, instrumented, time_limit_s; 4 -> 5: batch_id,
+# batch_size, null = a task of one instance, as every older row was) need no step:
 # :func:`upgrade` fills them with nulls.
 _UPGRADES: dict[int, Any] = {2: _v2_to_v3, 3: _v3_to_v4}
 

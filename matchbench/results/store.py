@@ -2,13 +2,15 @@
 
 Layout (hive-partitioned, so pandas, pyarrow and DuckDB read it directly)::
 
-    <root>/date=YYYY-MM-DD/run=<run_id>/part-<task_id>.parquet   one file per finished task
-    <root>/date=YYYY-MM-DD/run=<run_id>/_run.json                the run's manifest
+    <root>/date=YYYY-MM-DD/run=<run_id>/part-<task_id>.parquet         one file per finished task
+    <root>/date=YYYY-MM-DD/run=<run_id>/part-batch-<batch_id>.parquet  ... or batch (run.batch)
+    <root>/date=YYYY-MM-DD/run=<run_id>/_run.json                      the run's manifest
 
 Each task's rows go to their own file, written to a temporary name and renamed, as soon
 as the task finishes: a crash loses only the tasks in flight, and a resumed run knows
-what is done by listing ``part-*.parquet``. Names starting with ``_`` are skipped by
-pyarrow's and DuckDB's dataset readers.
+what is done by listing ``part-*.parquet``, and, for a batch's file, by reading its
+``task_id`` column (each instance of a batch is a task of its own). Names starting with
+``_`` are skipped by pyarrow's and DuckDB's dataset readers.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ from matchbench.results.schema import SCHEMA, file_schema_version, table_from_ro
 
 _RUN_DIR = re.compile(r"^run=(?P<run>.+)$")
 _DATE_DIR = re.compile(r"^date=(?P<date>\d{4}-\d{2}-\d{2})$")
+
+
+#: File name of a batch's rows: ``part-batch-<batch_id>.parquet``.
+BATCH_PREFIX = "batch-"
 
 
 class ResultsError(ValueError):
@@ -51,9 +57,25 @@ class RunWriter:
         os.replace(tmp, path)
         return path
 
+    def write_batch(self, batch_id: str, rows: list[dict[str, Any]]) -> Path:
+        """Atomically write one batch's rows (of all its instances); returns the file."""
+        return self.write_task(f"{BATCH_PREFIX}{batch_id}", rows)
+
     def done_tasks(self) -> set[str]:
-        """Task ids with a file in this run (for ``resume=true``)."""
-        return {p.name[len("part-") : -len(".parquet")] for p in self.dir.glob("part-*.parquet")}
+        """Task ids with rows in this run (for ``resume=true``): a task's own file, or its
+        rows in a batch's file."""
+        done: set[str] = set()
+        for p in self.dir.glob("part-*.parquet"):
+            name = p.name[len("part-") : -len(".parquet")]
+            if not name.startswith(BATCH_PREFIX):
+                done.add(name)
+                continue
+            try:
+                ids = pq.read_table(p, columns=["task_id"]).column("task_id").to_pylist()
+            except Exception as exc:
+                raise ResultsError(f"{p}: not a readable Parquet file ({exc})") from None
+            done.update(i for i in ids if i is not None)
+        return done
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         path = self.dir / "_run.json"

@@ -7,10 +7,13 @@ goes on. The child is a plain ``subprocess`` (not ``multiprocessing``), so it al
 inside daemonic Dask worker processes; it inherits ``CUDA_VISIBLE_DEVICES`` from its
 worker, hence the worker's GPU.
 
-Protocol over a socket pair (pickled messages): the parent sends ``("task", task)`` or
-``("precompile", families)``; the child answers with ``("loaded", base)`` once the
-instance is in memory, ``("start", repetition)`` as each repetition starts and
-``("row", row)`` as it ends, then ``("done", None)``, or ``("fail", message)``.
+Protocol over a socket pair (pickled messages): the parent sends ``("task", task)``,
+``("batch", batch)`` or ``("precompile", families)``; the child answers with
+``("loaded", base)`` once the instance is in memory, ``("start", repetition)`` as each
+repetition starts and ``("row", row)`` as it ends, then ``("done", None)``, or
+``("fail", message)``. A batch (``run.batch``) adds ``("item", i)``, ``("joint", [i,
+...])``, ``("finished", (i, seconds))`` and ``("note", text)``: see
+:func:`matchbench.runner.task.execute_batch`.
 
 The child never outlives its worker: on Linux the kernel kills it when the worker dies
 (``PR_SET_PDEATHSIG``, set as the child starts, then a check that the worker is still its
@@ -24,6 +27,12 @@ bounds the whole task, and ``time_limit_s`` (``algorithm.time_limit_s``, optiona
 repetition, from its ``start``. A killed task's row says which limit it hit and carries
 it in ``time_limit_s`` (a report prints such a cell as "> T s"). Without isolation
 (``run.isolate=false``) neither limit can be enforced.
+
+In a batch both limits apply per instance, from its ``item`` message: a killed instance
+gets its ``timeout`` (or ``crashed``) row, and a fresh child goes on with the instances
+that have no rows yet. A joint solve of ``n`` instances (a ``batchable`` solver) gets
+``n`` times each limit; a joint solve that is killed or crashes is not a row: a fresh child
+solves its instances one by one, each under its own limits.
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any
 
-from matchbench.runner.task import Row, error_row, execute_task, task_base
+from matchbench.runner.task import Row, error_row, execute_batch, execute_task, task_base
 
 
 class TaskTimeout(Exception):
@@ -104,6 +113,119 @@ class TaskProcess:
         """Run ``task`` in the child; rows of a timeout or crash are included."""
         with self._lock:
             return self._run(task)
+
+    def run_batch(self, batch: dict[str, Any]) -> tuple[list[Row], list[str]]:
+        """Run a batch in the child: rows of every instance (timeouts and crashes included)
+        and notes for the sweep's log."""
+        with self._lock:
+            return self._run_batch(batch)
+
+    def _run_batch(self, batch: dict[str, Any]) -> tuple[list[Row], list[str]]:
+        tasks: list[dict[str, Any]] = list(batch["tasks"])
+        timeout = float(tasks[0].get("timeout_s", 600)) if tasks else 600.0
+        limit = tasks[0].get("time_limit_s") if tasks else None
+        rows: list[Row] = []
+        notes: list[str] = []
+        pending = list(range(len(tasks)))
+        joint = bool(batch.get("joint", True))
+        bases: dict[int, Row] = {}
+        while pending:
+            index = list(pending)  # the child's numbering -> ours
+            current: int | None = None
+            together: list[int] | None = None  # in a joint solve of these
+            mark = len(rows)  # rows before the joint solve's
+            started = time.perf_counter()
+            deadline, rep_deadline = started + timeout, float("inf")
+            rep: int | None = None
+            if self._proc is None or self._proc.poll() is not None:
+                self._kill()
+                self._start()
+            try:
+                self._conn.send(("batch", {**batch, "tasks": [tasks[i] for i in index], "joint": joint}))
+                while True:
+                    left = min(deadline, rep_deadline) - time.perf_counter()
+                    if left <= 0 or not self._conn.poll(left):
+                        raise TaskTimeout
+                    kind, payload = self._conn.recv()
+                    now = time.perf_counter()
+                    if kind == "row":
+                        rows.append(payload)
+                        rep_deadline = float("inf")
+                    elif kind == "start":
+                        rep = int(payload)
+                        if limit is not None:
+                            rep_deadline = now + float(limit) * (len(together) if together else 1)
+                    elif kind == "item":
+                        current, together, rep = index[payload], None, None
+                        started, deadline, rep_deadline = now, now + timeout, float("inf")
+                    elif kind == "joint":
+                        current, together, rep = None, [index[j] for j in payload], None
+                        mark = len(rows)
+                        deadline, rep_deadline = now + timeout * len(together), float("inf")
+                    elif kind == "loaded":
+                        if current is not None:
+                            bases[current] = payload
+                    elif kind == "finished":
+                        i, seconds = index[payload[0]], float(payload[1])
+                        tid = tasks[i]["task_id"]
+                        for r in rows:
+                            if r.get("task_id") == tid:
+                                r["t_total_s"] = seconds
+                        pending.remove(i)
+                    elif kind == "note":
+                        notes.append(str(payload))
+                    elif kind == "done":
+                        break
+                    else:  # "fail": an error outside execute_batch's own handling
+                        for i in pending:
+                            rows.append(dict(error_row(task_base(tasks[i]), payload, status="error"),
+                                             batch_id=batch.get("batch_id")))
+                        pending.clear()
+                        break
+                for i in list(pending):  # cannot happen: a child that forgot an instance
+                    rows.append(dict(error_row(task_base(tasks[i]), "batch produced no rows for it"),
+                                     batch_id=batch.get("batch_id")))
+                    pending.remove(i)
+            except (TaskTimeout, EOFError, OSError, ConnectionError) as exc:
+                timed_out = isinstance(exc, TaskTimeout)
+                code = None
+                if not timed_out and self._proc is not None:
+                    code = self._proc.wait(timeout=30)
+                self._kill()
+                if together is not None:  # the joint solve: solve its instances one by one
+                    joint = False
+                    again = {tasks[i]["task_id"] for i in pending}
+                    rows[mark:] = [r for r in rows[mark:] if r.get("task_id") not in again]
+                    what = (f"exceeded its limits ({timeout:g} s per instance)" if timed_out
+                            else f"lost its task process ({_signal_name(code)})")
+                    notes.append(f"the joint solve of {len(together)} instance(s) {what}; "
+                                 "they were solved one by one")
+                    continue
+                i = current if current is not None else pending[0]
+                tid = tasks[i]["task_id"]
+                done = [r for r in rows if r.get("task_id") == tid]
+                if timed_out and rep_deadline <= deadline:
+                    what = "warm-up" if rep is not None and rep < 0 else f"repetition {rep}"
+                    msg, hit = f"{what} exceeded time_limit_s={float(limit):g} s and was killed", float(limit)
+                    status = "timeout"
+                elif timed_out:
+                    msg, hit = f"task exceeded timeout_s={timeout:g} s and was killed", timeout
+                    status = "timeout"
+                else:
+                    msg, hit, status = f"task process died: {_signal_name(code)}", None, "crashed"
+                row = _after(done, tasks[i], msg, status, bases.get(i))
+                if hit is not None:
+                    row["time_limit_s"] = hit
+                    if rep is not None:
+                        row["repetition"] = rep
+                row["batch_id"] = batch.get("batch_id")
+                rows.append(row)
+                seconds = time.perf_counter() - started
+                for r in rows:
+                    if r.get("task_id") == tid:
+                        r["t_total_s"] = seconds
+                pending.remove(i)
+        return rows, notes
 
     def _run(self, task: dict[str, Any]) -> list[Row]:
         timeout = float(task.get("timeout_s", 600))
@@ -195,6 +317,18 @@ def run_task(task: dict[str, Any], *after: Any) -> list[Row]:
     return task_process().run(task)
 
 
+def run_batch(batch: dict[str, Any], *after: Any) -> dict[str, Any]:
+    """The Dask task function of a batch (``run.batch``): ``{"rows": [...], "notes": [...]}``.
+
+    Isolated in the child unless ``isolate`` is false; ``after`` as for :func:`run_task`.
+    """
+    if not batch["tasks"][0].get("isolate", True):
+        rows, notes = execute_batch(batch)
+    else:
+        rows, notes = task_process().run_batch(batch)
+    return {"rows": rows, "notes": notes}
+
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -248,6 +382,9 @@ def _serve(fd: int) -> None:
                     loaded=lambda base: conn.send(("loaded", base)),
                     started=lambda rep: conn.send(("start", rep)),
                 )
+                conn.send(("done", None))
+            elif kind == "batch":
+                execute_batch(payload, send=lambda k, p: conn.send((k, p)))
                 conn.send(("done", None))
         except Exception as exc:
             conn.send(("fail", f"{type(exc).__name__}: {exc}"))

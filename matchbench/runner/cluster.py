@@ -18,6 +18,12 @@ scheduler it cannot reach within ``cluster.connect_timeout_s``, or one that fewe
 :class:`ClusterError` naming the setting, never a sweep that waits forever. The sweep's
 ``cluster.allowed_failures`` is also set on the external scheduler (a scheduler reads the
 Dask setting only as it starts).
+
+``slurm`` (dask-jobqueue, the ``matchbench[slurm]`` extra) runs the scheduler in the
+sweep's process and submits worker jobs with ``sbatch``: ``dask cuda worker`` jobs (one
+worker per GPU of the job, each offering ``GPU=1``) where ``cluster.gpus_per_job`` > 0,
+else ``dask worker`` jobs of one-thread workers offering ``CPU=1``; see
+:func:`slurm_cluster_kwargs`. The jobs are cancelled (``scancel``) when the sweep ends.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ import contextlib
 import json
 import logging
 import os
+import shutil
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -191,6 +199,184 @@ def _local_cuda(cfg: dict[str, Any]):
     return LocalCUDACluster(**kwargs)
 
 
+#: The extra that brings dask-jobqueue, named in the error where it is missing.
+SLURM_EXTRA = "matchbench[slurm]"
+
+
+def slurm_cluster_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of ``dask_jobqueue.SLURMCluster`` for the ``cluster=slurm`` settings.
+
+    Every job runs one-thread Dask workers, as the local clusters do (a worker runs one
+    task at a time, in its task process):
+
+    - ``gpus_per_job`` > 0: a GPU job. Slurm is asked for the GPUs with ``gpu_directive``
+      (``--gres=gpu:{n}``); the job runs ``dask cuda worker`` (``python -m dask_cuda.cli``),
+      which starts one worker per GPU Slurm gave it, each offering ``GPU=1``, so that GPU
+      tasks find them. ``processes`` must then be null (or equal ``gpus_per_job``).
+    - else a CPU job: ``dask worker --nworkers processes`` (null: one per core), each
+      worker offering ``CPU=1``, where the CPU references go.
+
+    ``cores`` is what Slurm books (``--cpus-per-task``; null: one per worker), ``memory``
+    the job's memory (``--mem``), shared evenly among its workers as their memory limit.
+
+    >>> kw = slurm_cluster_kwargs({"gpus_per_job": 2, "cores": 16, "memory": "64GiB"})
+    >>> kw["worker_command"], kw["processes"], kw["job_cpu"], kw["job_extra_directives"]
+    ('dask_cuda.cli', 2, 16, ['--gres=gpu:2'])
+
+    Raises
+    ------
+    ClusterError
+        Naming the setting, for a value that cannot make a job.
+    """
+
+    def count(key: str, default: int | None) -> int | None:
+        value = cfg.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ClusterError(f"cluster=slurm: cluster.{key}={value!r} is not a count")
+        return int(value)
+
+    gpus = count("gpus_per_job", 0) or 0
+    processes = count("processes", None)
+    cores = count("cores", None)
+    if gpus:
+        if processes not in (None, gpus):
+            raise ClusterError(
+                f"cluster=slurm: cluster.processes={processes} with cluster.gpus_per_job={gpus}: a GPU "
+                "job runs one worker per GPU (dask cuda worker); leave cluster.processes=null"
+            )
+        processes = gpus
+    else:
+        processes = processes or cores or 1
+    if processes < 1:
+        raise ClusterError("cluster=slurm: cluster.processes must be at least 1")
+    cores = cores or processes
+    if not gpus and cores < processes:
+        raise ClusterError(
+            f"cluster=slurm: cluster.processes={processes} one-thread workers on cluster.cores={cores} "
+            "booked cores; book at least one core per worker"
+        )
+    memory = cfg.get("memory")
+    if not memory:
+        raise ClusterError("cluster=slurm: cluster.memory (per job, e.g. 32GiB) is not set")
+    directives = [str(d) for d in cfg.get("job_extra_directives") or []]
+    if gpus:
+        template = str(cfg.get("gpu_directive") or "--gres=gpu:{n}")
+        directives.insert(0, template.format(n=gpus))
+    extra = ["--resources", "GPU=1" if gpus else "CPU=1", *map(str, cfg.get("worker_extra_args") or [])]
+    return {
+        "queue": cfg.get("queue"),
+        "account": cfg.get("account"),
+        "walltime": cfg.get("walltime"),
+        # Dask's cores are the job's worker threads: one per worker. Slurm books job_cpu.
+        "cores": processes,
+        "processes": processes,
+        "job_cpu": cores,
+        "memory": str(memory),
+        "job_name": cfg.get("job_name") or "matchbench",
+        "job_extra_directives": directives,
+        "job_directives_skip": [str(d) for d in cfg.get("job_directives_skip") or []],
+        "job_script_prologue": [str(line) for line in cfg.get("job_script_prologue") or []],
+        "worker_command": "dask_cuda.cli" if gpus else "distributed.cli.dask_worker",
+        "worker_extra_args": extra,
+        "python": cfg.get("python") or sys.executable,
+        "local_directory": cfg.get("local_directory"),
+        "log_directory": cfg.get("log_directory"),
+        "death_timeout": cfg.get("death_timeout_s", 60),
+        "interface": cfg.get("interface"),
+        "scheduler_options": {"dashboard_address": cfg.get("dashboard_address", ":8787")},
+    }
+
+
+def _import_slurm_cluster():
+    try:
+        from dask_jobqueue import SLURMCluster
+    except ImportError as exc:
+        raise ClusterError(
+            f"cluster=slurm needs dask-jobqueue, which is not importable ({exc}); install the "
+            f"extra: pip install -e '.[slurm]' in this checkout, or pip install '{SLURM_EXTRA}' "
+            "(make: EXTRAS=dev,ref,cuda12,slurm)"
+        ) from None
+    return SLURMCluster
+
+
+def slurm_cluster(cfg: dict[str, Any]):
+    """A ``SLURMCluster`` with ``cluster.jobs`` worker jobs submitted (and adapting up to
+    ``cluster.adapt_max_jobs`` where set); closing it cancels them.
+
+    The jobs are submitted before it returns, so that a missing ``sbatch`` or one that
+    refuses the job (an unknown account or partition, a walltime over the limit) is a
+    :class:`ClusterError` carrying ``sbatch``'s message, not a log line and a sweep that
+    waits for workers that never come.
+    """
+    cluster_cls = _import_slurm_cluster()
+    kwargs = slurm_cluster_kwargs(cfg)
+    jobs = cfg.get("jobs", 1)
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ClusterError(f"cluster=slurm: cluster.jobs={jobs!r}; give at least 1 (the sweep waits for them)")
+    most = cfg.get("adapt_max_jobs")
+    if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < jobs):
+        raise ClusterError(
+            f"cluster=slurm: cluster.adapt_max_jobs={most!r}; give null (a fixed {jobs} job(s)) or a "
+            f"count of at least cluster.jobs={jobs}"
+        )
+    submit = cluster_cls.job_cls.submit_command.split()[0]
+    if shutil.which(submit) is None:
+        raise ClusterError(
+            f"cluster=slurm: `{submit}` is not on PATH, so no worker job can be submitted; run the "
+            "sweep where Slurm's commands are (a login node, or a job of its own), after "
+            "`module load slurm` where the site needs it"
+        )
+    try:
+        cluster = cluster_cls(**kwargs)
+    except (ValueError, TypeError) as exc:
+        raise ClusterError(f"cluster=slurm: dask-jobqueue refuses the settings: {exc}") from None
+    try:
+        log.info("cluster=slurm: submitting %d job(s) (%s) of this script:\n%s", jobs,
+                 f"adapting up to {most}" if most else "fixed", cluster.job_script())
+        # What cluster.scale(jobs=...) does, but awaited here: scale() submits in the
+        # background, where sbatch's refusal would only be logged.
+        while len(cluster.worker_spec) < jobs:
+            cluster.worker_spec.update(cluster.new_worker_spec())
+        try:
+            cluster.sync(cluster._correct_state)
+        except RuntimeError as exc:
+            from distributed.core import Status
+
+            for job in list(cluster._created):
+                if getattr(job, "job_id", None) is None:  # never submitted: nothing to cancel
+                    job.status = Status.failed  # (closing asserts that every job ended)
+            raise ClusterError(f"cluster=slurm: the worker job was not submitted: {exc}".strip()) from None
+        if most is not None:
+            cluster.adapt(minimum_jobs=jobs, maximum_jobs=most)
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster
+
+
+def _wait_for_slurm_workers(client, cfg: dict[str, Any]) -> None:
+    """Wait for ``cluster.min_workers`` workers of the submitted jobs (queued jobs may
+    take a while), at most ``cluster.wait_for_workers_s``: the sweep counts the workers'
+    resources once, as it starts."""
+    n = max(1, int(cfg.get("min_workers") or 1))
+    wait = float(cfg.get("wait_for_workers_s") or 3600)
+    if worker_count(client) >= n:
+        return
+    log.info("cluster=slurm: waiting up to %g s for %d worker(s) of the submitted jobs", wait, n)
+    try:
+        client.wait_for_workers(n, timeout=wait)
+    except TimeoutError:
+        logs = cfg.get("log_directory")
+        where = f"; the jobs' output is in {logs}" if logs else " (cluster.log_directory keeps the jobs' output)"
+        raise ClusterError(
+            f"cluster=slurm: {worker_count(client)} worker(s) joined within {wait:g} s "
+            f"(cluster.wait_for_workers_s), fewer than cluster.min_workers={n}; `squeue --me` says "
+            f"whether the jobs still wait in the queue{where}"
+        ) from None
+
+
 @contextlib.contextmanager
 def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
     """A connected ``distributed.Client`` for the cluster config; closed on exit."""
@@ -207,6 +393,17 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
     with dask.config.set(settings):
         if kind == "external":
             with _closing(external_client(cfg)) as client:
+                yield client
+            return
+        if kind == "slurm":
+            cluster = slurm_cluster(cfg)
+            try:
+                client = Client(cluster)
+            except BaseException:
+                cluster.close()
+                raise
+            with _closing(client, cluster):
+                _wait_for_slurm_workers(client, cfg)
                 yield client
             return
         if kind == "auto":
@@ -231,7 +428,7 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
             with _workers_ignore_ctrl_c():
                 cluster = _local_cpu(cfg)
         else:
-            raise ClusterError(f"unknown cluster kind {kind!r} (auto, local_cpu, local_cuda, external)")
+            raise ClusterError(f"unknown cluster kind {kind!r} (auto, local_cpu, local_cuda, external, slurm)")
         try:
             client = Client(cluster)
         except BaseException:

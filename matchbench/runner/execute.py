@@ -99,12 +99,26 @@ class Progress:
         self.start = time.perf_counter()
 
     def update(self, task: dict[str, Any], rows: list[dict[str, Any]]) -> None:
-        self.done += 1
-        bad = [r for r in rows if r.get("status") != "ok"]
+        self.update_batch([task], rows)
+
+    def update_batch(self, tasks: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+        """One finished task, or batch: counts its instances, each by its worst status."""
+        self.done += len(tasks)
+        by_task: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            by_task.setdefault(r.get("task_id"), []).append(r)
+        bad: list[dict[str, Any]] = []
+        for t in tasks:
+            mine = by_task.get(t["task_id"], [])
+            worse = [r for r in mine if r.get("status") != "ok"]
+            self.status[worse[0]["status"] if worse else ("ok" if mine else "error")] += 1
+            bad += worse[:1]
         worst = bad[0]["status"] if bad else "ok"
-        self.status[worst] += 1
         counts = " ".join(f"{k}={v}" for k, v in sorted(self.status.items()))
-        name = f"{task['algorithm']}[{task['variant']}] {rows[0].get('instance', '?') if rows else '?'}"
+        task = tasks[0]
+        first = rows[0].get("instance", "?") if rows else "?"
+        what = first if len(tasks) == 1 else f"{len(tasks)} instances ({first}, ...)"
+        name = f"{task['algorithm']}[{task['variant']}] {what}"
         elapsed = time.perf_counter() - self.start
         if self.tty:
             width = 30
@@ -115,7 +129,13 @@ class Progress:
                 self.stream.write("\n")
         else:
             extra = f" ({bad[0].get('error', '')[:120]})" if bad else ""
-            self.stream.write(f"[{self.done}/{self.total}] {worst:<7} {name}{extra}\n")
+            more = f" [{len(bad)} not ok]" if len(bad) > 1 else ""
+            self.stream.write(f"[{self.done}/{self.total}] {worst:<7} {name}{extra}{more}\n")
+        self.stream.flush()
+
+    def note(self, text: str) -> None:
+        """A line of its own (on a terminal, over the bar, which the next update redraws)."""
+        self.stream.write(f"\r{' ' * 120}\r{text}\n" if self.tty else f"{text}\n")
         self.stream.flush()
 
 
@@ -159,6 +179,14 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
         raise ValueError("nothing to run: no jobs")
     run = plans[0].run
     cluster_cfg = plans[0].cluster
+    from matchbench.runner.batch import parse_batch
+
+    try:
+        batch = parse_batch(run.get("batch"))
+    except ValueError as exc:  # a sweep setting: one line before anything runs
+        stream.write(f"matchbench: error: {exc}\n")
+        stream.flush()
+        raise SystemExit(2) from None
     run_id, date = resolve_run(run)
     writer = RunWriter(run.get("results_dir", "runs"), run_id, date)
     common = {"run_id": run_id, **client_provenance()}
@@ -176,12 +204,16 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     summary: Counter[str] = Counter()
     finished: set[str] = set()
 
-    def write(task_id: str, rows: list[dict[str, Any]]) -> None:
-        finished.add(task_id)
+    def write(task_id: str, rows: list[dict[str, Any]], batch_of: list[str] | None = None) -> None:
+        """Write one task's rows, or (``batch_of``: its task ids) one batch's."""
+        finished.update(batch_of if batch_of is not None else [task_id])
         for r in rows:
             r.update(common)
             summary[r.get("status", "error")] += 1
-        writer.write_task(task_id, rows)
+        if batch_of is not None:
+            writer.write_batch(task_id, rows)
+        else:
+            writer.write_task(task_id, rows)
 
     for p in plans:
         for i, row in enumerate(p.error_rows):
@@ -218,7 +250,7 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
 
     try:
         with _sigterm_as_interrupt():
-            _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream)
+            n_batches = _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream, batch)
     except SchedulerLost as exc:  # as Ctrl-C: what was kept, and how to go on
         writer.write_manifest({"scheduler_lost": datetime.now(UTC).isoformat(), "failed": str(exc)})
         stream.write(
@@ -248,25 +280,28 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
 
     writer.write_manifest({"finished": datetime.now(UTC).isoformat()})
     out = {"run_id": run_id, "dir": str(writer.dir), "rows": dict(summary), "tasks": len(tasks)}
+    if batch is not None:
+        out["batches"] = n_batches
     out["experiments"] = sorted({p.config_experiment for p in plans if p.config_experiment})
     if run.get("report"):
         out["report"] = write_run_report(writer.dir, run_id, stream)
     return out
 
 
-def _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream) -> None:
+def _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream, batch=None) -> int:
     """Submit the tasks to the cluster and write each one's rows as it finishes.
 
-    Raises :class:`~matchbench.runner.cluster.SchedulerLost` where the scheduler goes
+    Returns the number of batches (``run.batch``; 0 without). Raises
+    :class:`~matchbench.runner.cluster.SchedulerLost` where the scheduler goes
     away: from a cancelled future, or from any client call made after it has gone.
     """
     from matchbench.runner.cluster import SchedulerLost, make_client, scheduler_lost
 
     if not tasks:
-        return
+        return 0
     with make_client(cluster_cfg) as client:
         try:
-            _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream)
+            return _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch)
         except SchedulerLost:
             raise
         except Exception as exc:  # a client call that failed because the scheduler went away
@@ -275,10 +310,19 @@ def _run_tasks(tasks, plans, cluster_cfg, run_id, write, stream) -> None:
             raise
 
 
-def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream) -> None:
-    """The sweep on a connected client: submit largest-first, write rows as they land."""
+def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None) -> int:
+    """The sweep on a connected client: submit largest-first, write rows as they land.
+
+    With ``batch`` (a :class:`~matchbench.runner.batch.BatchLimit`) the tasks go in
+    batches (:func:`~matchbench.runner.batch.make_batches`), each one Dask task and one
+    file. A batch whose worker died (after ``cluster.allowed_failures`` retries) is not
+    written as ``crashed`` rows at once: its instances run again one task each, with
+    retries of their own, so that only the instance that kills its worker is ``crashed``.
+    Returns the number of batches.
+    """
     from distributed import as_completed
 
+    from matchbench.runner.batch import batch_id, make_batches
     from matchbench.runner.cluster import (
         SchedulerLost,
         cpu_workers,
@@ -289,59 +333,102 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream) -> None:
         worker_count,
     )
 
-    stream.write(f"matchbench run {run_id}: {len(tasks)} task(s) from {len(plans)} job(s)\n")
-    stream.write(dashboard_line(client, cluster_cfg) + "\n")
-    stream.flush()
     n_gpu = gpu_workers(client)
     n_cpu = cpu_workers(client)
     n_workers = worker_count(client)
+    sizes = size_hints(tasks)
+    order = submission_order(tasks, sizes)
+    # A unit is what one Dask task runs: (file name, member task ids, batched).
+    if batch is None:
+        units = [(tid, [tid], False) for tid in order]
+    else:
+        groups = make_batches(order, tasks, batch, sizes, {"gpu": n_gpu, "cpu": n_cpu or n_workers})
+        units = [(batch_id(ids), ids, True) for ids in groups]
+    per = f" in {len(units)} batch(es) of at most {batch}" if batch is not None else ""
+    stream.write(f"matchbench run {run_id}: {len(tasks)} task(s){per} from {len(plans)} job(s)\n")
+    stream.write(dashboard_line(client, cluster_cfg) + "\n")
+    stream.flush()
     stream.write(f"cluster: {n_workers} worker(s), {n_gpu} offering GPU=1, {n_cpu} offering CPU=1\n")
     families = sorted({f for t in tasks.values() for f in t.get("kernel_families", [])})
     if families and n_gpu:
         client.register_plugin(PrecompileKernels(families))
     if not n_gpu:
-        no_gpu = [tid for tid, t in tasks.items() if t["device"] == "gpu"]
+        no_gpu = [u for u in units if tasks[u[1][0]]["device"] == "gpu"]
         if no_gpu:
-            names = sorted({tasks[tid]["algorithm"] for tid in no_gpu})
+            names = sorted({tasks[u[1][0]]["algorithm"] for u in no_gpu})
+            count = sum(len(u[1]) for u in no_gpu)
             why = ("no worker of this cluster offers the resource GPU=1 (no GPU visible, "
                    "or use cluster=local_cuda, or start workers with --resources GPU=1)")
-            stream.write(f"skipped {len(no_gpu)} GPU task(s) ({', '.join(names)}): {why}\n")
-            for tid in no_gpu:
-                write(tid, [error_row(task_base(tasks.pop(tid)), f"GPU task but {why}", status="skipped")])
-    progress = Progress(len(tasks), stream)
-    futures = {}
+            stream.write(f"skipped {count} GPU task(s) ({', '.join(names)}): {why}\n")
+            for name, ids, batched in no_gpu:
+                rows = [error_row(task_base(tasks[tid]), f"GPU task but {why}", status="skipped") for tid in ids]
+                if batched:
+                    for r in rows:
+                        r["batch_id"] = name
+                write(name, rows, ids if batched else None)
+            units = [u for u in units if tasks[u[1][0]]["device"] != "gpu"]
+    progress = Progress(sum(len(ids) for _, ids, _ in units), stream)
     # Dask runs tasks of equal priority in submission order, so this order is the
     # schedule: see submission_order.
-    from matchbench.datasets import disk_cache_path
-    from matchbench.runner.child import run_task
+    from matchbench.runner.child import run_batch, run_task
 
-    order = [(tid, tasks[tid]) for tid in submission_order(tasks)]
-    warm = _warm_instances(client, [t for _, t in order], n_gpu, n_cpu, stream)
-    for tid, t in order:
-        path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
-        after = [warm[str(path)]] if str(path) in warm and t["device"] == "gpu" else []
-        fut = client.submit(
-            run_task, t, *after, pure=False, key=f"{t['algorithm']}-{tid}",
-            resources=task_resources(t["device"], n_cpu),
-        )
-        futures[fut] = tid
-    for fut in as_completed(list(futures)):
-        tid = futures[fut]
-        t = tasks[tid]
+    warm = _warm_instances(client, [[tasks[tid] for tid in ids] for _, ids, _ in units], n_gpu, n_cpu, stream)
+    futures: dict[Any, tuple[str, list[str], bool]] = {}
+
+    def submit(unit: tuple[str, list[str], bool], after: list[Any]) -> Any:
+        name, ids, batched = unit
+        t = tasks[ids[0]]
+        if batched:
+            payload = {"batch_id": name, "tasks": [tasks[tid] for tid in ids], "joint": True}
+            fn, key = run_batch, f"{t['algorithm']}-batch-{name}"
+        else:
+            payload, fn, key = t, run_task, f"{t['algorithm']}-{name}"
+        fut = client.submit(fn, payload, *after, pure=False, key=key,
+                            resources=task_resources(t["device"], n_cpu))
+        futures[fut] = unit
+        return fut
+
+    for i, unit in enumerate(units):
+        submit(unit, warm.get(i, []))
+    queue = as_completed(list(futures))
+    for fut in queue:
+        name, ids, batched = futures.pop(fut)
+        members = [tasks[tid] for tid in ids]
         try:
-            rows = fut.result()
+            result = fut.result()
         except Exception as exc:  # the worker itself died, or the scheduler did
             if why := scheduler_lost(client, exc):
                 raise SchedulerLost(why) from None
-            rows = [error_row(task_base(t), exc, status="crashed", stage="worker")]
-        if not rows:
-            rows = [error_row(task_base(t), "task produced no rows", status="error")]
-        write(tid, rows)
-        progress.update(t, rows)
+            if batched and len(ids) > 1:
+                progress.note(
+                    f"batch {name} ({members[0]['algorithm']}, {len(ids)} instances): its worker died "
+                    f"({type(exc).__name__}); its instances run again, one task each"
+                )
+                for tid in ids:
+                    queue.add(submit((tid, [tid], False), []))
+                fut.release()
+                continue
+            result = [error_row(task_base(t), exc, status="crashed", stage="worker") for t in members]
+            if batched:
+                result = {"rows": [dict(r, batch_id=name) for r in result], "notes": []}
+        if batched:
+            rows = list(result["rows"])
+            for text in result.get("notes", []):
+                progress.note(f"batch {name} ({members[0]['algorithm']}): {text}")
+            have = {r.get("task_id") for r in rows}
+            for t in members:
+                if t["task_id"] not in have:
+                    rows.append(dict(error_row(task_base(t), "task produced no rows", status="error"),
+                                     batch_id=name))
+            write(name, rows, ids)
+        else:
+            rows = result or [error_row(task_base(members[0]), "task produced no rows", status="error")]
+            write(name, rows)
+        progress.update_batch(members, rows)
         # Done with it: a worker that dies later must not make the scheduler recompute
         # a result that is already on disk.
-        del futures[fut]
         fut.release()
+    return len(units) if batch is not None else 0
 
 
 # Entries (edges, matrix cells, list items) per vertex when a sparse spec names no degree.
@@ -412,7 +499,21 @@ def instance_size_hint(spec: Mapping[str, Any], data_dir: str | os.PathLike | No
     return entries * BYTES_PER_ENTRY
 
 
-def submission_order(tasks: dict[str, dict[str, Any]]) -> list[str]:
+def size_hints(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+    """Task id -> :func:`instance_size_hint` of its instance (once per instance)."""
+    from matchbench.datasets import instance_key
+
+    by_key: dict[str, float] = {}
+    out: dict[str, float] = {}
+    for tid, t in tasks.items():
+        key = instance_key(t["instance_spec"])
+        if key not in by_key:
+            by_key[key] = instance_size_hint(t["instance_spec"], t.get("data_dir"))
+        out[tid] = by_key[key]
+    return out
+
+
+def submission_order(tasks: dict[str, dict[str, Any]], sizes: Mapping[str, float] | None = None) -> list[str]:
     """The task ids in the order to submit them: instances from the largest down.
 
     Tasks of one instance stay back to back, so that each worker's instance cache hits
@@ -420,16 +521,14 @@ def submission_order(tasks: dict[str, dict[str, Any]]) -> list[str]:
     ordered by :func:`instance_size_hint`, largest first, then by instance key, and a
     group keeps the order of ``tasks``. The long tasks then start first and the short
     ones fill the end of the sweep, instead of one big instance running alone at the end.
-    Instances of unknown size (hint 0) come last.
+    Instances of unknown size (hint 0) come last. ``sizes``: :func:`size_hints` of
+    ``tasks``, when already computed.
     """
     from matchbench.datasets import instance_key
 
     keys = {tid: instance_key(t["instance_spec"]) for tid, t in tasks.items()}
-    size: dict[str, float] = {}
-    for tid, t in tasks.items():
-        if keys[tid] not in size:
-            size[keys[tid]] = instance_size_hint(t["instance_spec"], t.get("data_dir"))
-    return sorted(tasks, key=lambda tid: (-size[keys[tid]], keys[tid]))
+    size = sizes if sizes is not None else size_hints(tasks)
+    return sorted(tasks, key=lambda tid: (-size[tid], keys[tid]))
 
 
 def resume_command(run_id: str) -> str:
@@ -440,32 +539,59 @@ def resume_command(run_id: str) -> str:
     return " ".join(["matchbench", *map(shlex.quote, args), "run.resume=true", f"run.id={run_id}"])
 
 
-def _warm_instances(client, tasks: list[dict[str, Any]], n_gpu: int, n_cpu: int, stream) -> dict[str, Any]:
+def _warm_instances(
+    client, units: list[list[dict[str, Any]]], n_gpu: int, n_cpu: int, stream
+) -> dict[int, list[Any]]:
     """Generate the GPU tasks' missing disk-cached instances on the CPU workers first.
 
     Without it the GPU worker makes every large generated graph itself, one after the
-    other, between its solves. Returns ``{cache path: future}``; a GPU task submitted with
-    its instance's future waits for it (and then reads the file). Only where the cluster
-    has both GPU and CPU workers.
+    other, between its solves. ``units``: the tasks of each Dask task to be submitted
+    (one, or a batch's). Returns ``{unit index: [future, ...]}``: a GPU task submitted
+    with its instances' futures waits for them (and then reads the files). The instances
+    one unit lacks are made by one generation task (not one per instance: a batch of
+    small instances would pay a round trip each). Only where the cluster has both GPU
+    and CPU workers.
     """
-    from matchbench.datasets import disk_cache_path, warm_disk_cache
+    from matchbench.datasets import disk_cache_path
 
     if not (n_gpu and n_cpu):
         return {}
-    out: dict[str, Any] = {}
-    for t in tasks:
-        if t["device"] != "gpu":
+    made: dict[str, Any] = {}
+    out: dict[int, list[Any]] = {}
+    for i, unit in enumerate(units):
+        if unit[0]["device"] != "gpu":
             continue
-        path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
-        if path is None or path.exists() or str(path) in out:
-            continue
-        out[str(path)] = client.submit(
-            warm_disk_cache, t["instance_spec"], t.get("data_dir"), pure=False,
-            key=f"generate-{path.stem}", resources={"CPU": 1}, priority=10,
-        )
-    if out:
-        stream.write(f"generating {len(out)} instance(s) for the GPU tasks on the CPU workers\n")
+        need: list[Any] = []
+        missing: dict[str, tuple[str, dict[str, Any], Any]] = {}
+        for t in unit:
+            path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
+            if path is None or (str(path) not in made and path.exists()):
+                continue
+            if str(path) in made:
+                need.append(made[str(path)])
+            else:
+                missing.setdefault(str(path), (str(path), t["instance_spec"], t.get("data_dir")))
+        if missing:
+            todo = list(missing.values())
+            fut = client.submit(
+                warm_disk_caches, [(spec, data_dir) for _, spec, data_dir in todo], pure=False,
+                key=f"generate-{Path(todo[0][0]).stem}-{len(todo)}", resources={"CPU": 1}, priority=10,
+            )
+            for path, _, _ in todo:
+                made[path] = fut
+            need.append(fut)
+        if need:
+            out[i] = list({id(f): f for f in need}.values())
+    if made:
+        stream.write(f"generating {len(made)} instance(s) for the GPU tasks on the CPU workers\n")
     return out
+
+
+def warm_disk_caches(specs: list[tuple[dict[str, Any], Any]]) -> list[str | None]:
+    """:func:`matchbench.datasets.warm_disk_cache` of each ``(spec, data_dir)``, in turn."""
+    from matchbench.datasets import warm_disk_cache
+
+    return [warm_disk_cache(spec, data_dir) for spec, data_dir in specs]
 
 
 def write_run_report(run_dir: Path, run_id: str, stream) -> str | None:

@@ -1,6 +1,8 @@
 """From a resolved job config to tasks: plain, picklable dicts shipped to Dask workers.
 
-A task is one (instance x algorithm x variant) with its repetitions. Everything a worker
+A task is one (instance x algorithm x variant) with its repetitions; with ``run.batch`` the
+sweep ships many of them per Dask task (:mod:`matchbench.runner.batch`), from the same
+plan. Everything a worker
 needs is in the dict (resolved config sections, never OmegaConf objects: Hydra's
 ``${now:}`` and ``${hydra:}`` resolvers do not work in a worker process).
 
@@ -183,8 +185,12 @@ def build_plan(
         plan.error_rows.append(error_row({**provenance, **solver}, exc, stage="dataset config"))
         return plan
 
+    families: dict[str, str | None] = {}  # by target: 10,000 specs of one generator resolve once
     for spec in specs:
-        family = spec_problem(spec)
+        target = str(spec.get("_target_"))
+        if target not in families:
+            families[target] = spec_problem(spec)
+        family = families[target]
         if family is not None and family != solver["problem"]:
             plan.skipped_pairs.append((solver["algorithm"], solver["problem"], _label(spec), family))
             continue

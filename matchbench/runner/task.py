@@ -2,7 +2,10 @@
 
 :func:`execute_task` is what runs in the task process (see :mod:`matchbench.runner.child`);
 it streams each finished repetition's row through ``emit`` so that a timeout or a crash
-later in the task loses nothing already measured.
+later in the task loses nothing already measured. :func:`execute_batch` runs a batched
+task (``run.batch``, :mod:`matchbench.runner.batch`): many instances of one algorithm x
+variant, each with the rows :func:`execute_task` would give it, solved together where
+the solver is ``batchable``.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,7 +64,7 @@ _ROW_KEYS = {
     "variant", "params_json", "instance", "family", "n_rows", "n_cols", "n_edges", "dataset_seed",
     "rcp", "instance_params", "instance_key", "n_repetitions", "host", "gpu_model", "gpu_count",
     "cuda_driver_version", "cuda_runtime_version", "instance_bytes", "t_load_s", "t_init_s",
-    "objective_init", "init",
+    "objective_init", "init", "batch_id",
 }
 
 
@@ -102,25 +106,54 @@ def _gpu_pool():
     return cupy.get_default_memory_pool()
 
 
-def execute_task(
+def _plain_value(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "_target_" not in value and all(_plain_value(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return all(_plain_value(v) for v in value)
+    return True
+
+
+def new_solver(cfg: dict[str, Any]) -> Any:
+    """A fresh solver from its algorithm config, as ``hydra.utils.instantiate`` makes it.
+
+    A flat config (``_target_`` and plain keyword arguments, as every
+    ``conf/algorithm/*.yaml``) calls the class directly: the same object, without
+    OmegaConf's 1-2 ms per call, which a batch of small instances pays once per instance.
+    Anything else (``_args_``, ``_partial_``, nested targets) goes through Hydra.
+    """
+    from hydra.utils import get_class, instantiate
+
+    keys = [k for k in cfg if k != "_target_"]
+    if any(str(k).startswith("_") for k in keys) or not _plain_value({k: cfg[k] for k in keys}):
+        return instantiate(cfg, _convert_="all")
+    return get_class(cfg["_target_"])(**{k: cfg[k] for k in keys})
+
+
+@dataclass
+class _Ready:
+    """One loaded instance of a task, with its solver and initial answer, ready to solve."""
+
+    task: dict[str, Any]
+    base: Row
+    instance: Any
+    problem: Any
+    solver: Any
+    init: Any
+    gpu: bool
+    pool: Any = None
+
+
+def _prepare(
     task: dict[str, Any],
-    emit: Callable[[Row], None] | None = None,
+    out: Callable[[Row], None],
     loaded: Callable[[Row], None] | None = None,
-    started: Callable[[int], None] | None = None,
-) -> list[Row]:
-    """Run one task; return (and ``emit`` as they finish) its rows.
+    solver: Any | None = None,
+) -> _Ready | None:
+    """Load, check, skip, initialize and compile for one task; None after an error row.
 
-    ``loaded`` receives the identity columns once the instance is loaded, so that a
-    task killed later (timeout, crash) is still recorded under its instance's name;
-    ``started`` receives each repetition's number as it starts (the task process's parent
-    times ``algorithm.time_limit_s`` from there).
-
-    After the warm-up and the timed repetitions, ``task["instrumented"]`` more
-    repetitions run with the solver's instrumentation on (:meth:`BaseSolver.instrument`,
-    for solvers that have one): their rows carry ``instrumented=True`` and the counters
-    that only instrumented runs collect (e.g. adjacency entries scanned).
-    Never raises for a failure of the task itself: loading, initialization, solving or
-    verification errors become rows with a status and a message.
+    ``solver``: one to use instead of a fresh one from ``task["algorithm_cfg"]`` (a batch
+    shares one). Every failure is written through ``out`` as the task's row.
     """
     from hydra.utils import instantiate
 
@@ -128,21 +161,12 @@ def execute_task(
     from matchbench.problems import get_problem
     from matchbench.runner.provenance import worker_provenance
 
-    rows: list[Row] = []
-
-    def out(row: Row) -> None:
-        row.setdefault("timestamp", _now())
-        rows.append(row)
-        if emit is not None:
-            emit(row)
-
-    t_task = time.perf_counter()
     base = task_base(task)
     try:
         base.update(worker_provenance(task["device"]))
     except Exception as exc:
         out(error_row(base, exc, stage="device"))
-        return rows
+        return None
 
     # load (cached per process: repetitions and other algorithms reuse the instance)
     try:
@@ -152,7 +176,7 @@ def execute_task(
         base.update(_instance_columns(instance, task["instance_spec"]))
     except Exception as exc:
         out(error_row(base, exc, stage="load"))
-        return rows
+        return None
     if loaded is not None:
         loaded(dict(base))
 
@@ -160,17 +184,22 @@ def execute_task(
     if getattr(instance, "problem", task["problem"]) != task["problem"]:
         out(error_row(base, f"{task['algorithm']} solves {task['problem']!r} but instance "
                             f"{base['instance']} is a {instance.problem!r} instance", stage="plan"))
-        return rows
+        return None
 
     try:
-        solver = instantiate(task["algorithm_cfg"], _convert_="all")
+        if solver is None:
+            solver = new_solver(task["algorithm_cfg"])
+        if task["device"] == "gpu":
+            # The blocks an earlier task (an OOM's included) left in CuPy's pool count as
+            # used in the free memory that skip() weighs the solver's estimate against.
+            _gpu_pool().free_all_blocks()
         skip, reason = solver.skip(instance)
     except Exception as exc:
         out(error_row(base, exc, stage="solver"))
-        return rows
+        return None
     if skip:
         out(error_row(base, reason or "skipped", status="skipped"))
-        return rows
+        return None
 
     try:
         if task.get("init_cfg"):
@@ -193,9 +222,10 @@ def execute_task(
             base["objective_init"] = problem.initial_objective(init)
     except Exception as exc:
         out(error_row(base, exc, stage="initialize"))
-        return rows
+        return None
 
     gpu = task["device"] == "gpu"
+    pool = None
     if gpu:
         from matchbench.solvers.gpu import kernels
 
@@ -206,18 +236,109 @@ def execute_task(
             kernels.precompile(families)  # a no-op where the worker plugin already compiled
         except Exception as exc:
             out(error_row(base, exc, stage="compile"))
-            return rows
+            return None
         # NVRTC time this process spent on the task's kernels, whether the worker plugin
         # paid it before the first task or this task did: never inside a timed region.
         base["t_compile_s"] = sum(kernels.compile_seconds.get(f, 0.0) for f in families)
+    return _Ready(task, base, instance, problem, solver, init, gpu, pool)
 
+
+def _schedule(task: dict[str, Any], solver: Any) -> list[tuple[int, bool]]:
+    """(repetition, instrumented) in order: warm-ups (negative), timed, instrumented."""
     reps, warmup = int(task["repetitions"]), int(task["warmup"])
     schedule = [(rep, False) for rep in range(-warmup, reps)]
     if getattr(solver, "instrumentable", False):
         schedule += [(reps + i, True) for i in range(int(task.get("instrumented", 0) or 0))]
+    return schedule
+
+
+def _sync(gpu: bool) -> None:
+    if gpu:
+        import cupy
+
+        cupy.cuda.Device().synchronize()
+
+
+def _timed_row(
+    row: Row,
+    ready: _Ready,
+    timings: dict[str, Any],
+    counters: dict[str, Any],
+    seconds: tuple[float, float, float],
+    n: int = 1,
+    index: int = 0,
+) -> None:
+    """Fill an ``ok`` row's times, rates and counters from one timed call.
+
+    ``seconds``: the host clock's (prepare, run, result). A call that solved ``n``
+    instances together (a batch) gives each of them ``1/n`` of every time it measured
+    (``t_prepare_s``, ``t_solve_s``, ``t_transfer_s``, ``t_upload_s``, a solver-run
+    ``t_init_s``, the phases); its counters stay the call's totals, and
+    ``counters_json`` also carries ``batch_solve_s``, the call's whole solve time.
+    """
+    prepare_s, run_s, result_s = seconds
+    gpu, solver = ready.gpu, ready.solver
+
+    def share(x: Any) -> Any:
+        return x / n if isinstance(x, int | float) and not isinstance(x, bool) else x
+
+    if "init" in timings:  # a GPU initializer or preprocessing, run by the solver
+        row["t_init_s"] = share(timings.pop("init"))
+        value = counters.get("init_objective")
+        if n > 1:  # one objective per instance, or none that this row can own
+            value = value[index] if isinstance(value, list | tuple) and len(value) == n else None
+        row["objective_init"] = value
+        if row.get("init") is None:  # no initializer: the solver's own preprocessing
+            row["init"] = getattr(solver, "init_label", None)
+    solve = timings.pop("solve", run_s)
+    row.update(
+        status="ok",
+        t_prepare_s=share(prepare_s),
+        t_solve_s=share(solve),
+        t_transfer_s=share(timings.pop("transfer", result_s if gpu else None)),
+        t_upload_s=share(timings.pop("upload", None)),
+        phases_json=to_json({k: share(v) for k, v in timings.items()}) if timings else None,
+    )
+    row["t_e2e_s"] = e2e_seconds(row.get("t_init_s"), row["t_solve_s"])
+    n_edges, t_solve = row.get("n_edges"), row["t_solve_s"]
+    if n_edges is not None and t_solve is not None and t_solve > 0:
+        row["edges_per_s"] = float(n_edges) / float(t_solve)
+    proposals = counters.get("proposals")
+    if isinstance(proposals, int | float) and solve is not None and solve > 0:
+        row["proposals_per_s"] = float(proposals) / float(solve)  # a count of the whole call
+    if n > 1:
+        counters = {**counters, "batch_solve_s": solve}
+    row.update(
+        kernel_launches=counters.get("kernel_launches"),
+        host_syncs=counters.get("host_syncs"),
+        iterations=counters.get("iterations", counters.get("phases")),
+        counters_json=to_json(counters) if counters else None,
+    )
+    if gpu:
+        row["gpu_mem_peak_bytes"] = solver.memory_peak_bytes() or int(ready.pool.total_bytes())
+
+
+def _verify(row: Row, ready: _Ready, solution: Any) -> None:
+    if not ready.task.get("verify", True):
+        return
+    t0 = time.perf_counter()
+    try:
+        v = ready.problem.verify(ready.instance, solution)
+        row.update(
+            objective=v.objective, bound=v.bound, reference_objective=v.reference,
+            verified=v.verified, verify_reason=v.reason,
+        )
+    except Exception as exc:
+        row.update(verified=False, verify_reason=f"verifier failed: {type(exc).__name__}: {exc}")
+    row["t_verify_s"] = time.perf_counter() - t0
+
+
+def _repetitions(ready: _Ready, out: Callable[[Row], None], started: Callable[[int], None] | None) -> None:
+    """The warm-up, timed and instrumented repetitions of one instance, a row each."""
+    solver, gpu, pool = ready.solver, ready.gpu, ready.pool
     instrumented = False
-    for rep, instr in schedule:
-        row = dict(base, repetition=rep, instrumented=instr)
+    for rep, instr in _schedule(ready.task, solver):
+        row = dict(ready.base, repetition=rep, instrumented=instr)
         try:
             if instr != instrumented:
                 solver.instrument(instr)
@@ -227,72 +348,207 @@ def execute_task(
             if started is not None:
                 started(rep)
             t0 = time.perf_counter()
-            solver.prepare(instance, init)
-            if gpu:
-                import cupy
-
-                cupy.cuda.Device().synchronize()
+            solver.prepare(ready.instance, ready.init)
+            _sync(gpu)
             t1 = time.perf_counter()
             solver.run()
-            if gpu:
-                cupy.cuda.Device().synchronize()
+            _sync(gpu)
             t2 = time.perf_counter()
             solution = solver.result()
             t3 = time.perf_counter()
         except Exception as exc:
             out(error_row(row, exc, stage=f"repetition {rep}") | {"repetition": rep})
             if classify(exc) == "oom":
-                return rows
+                return
             continue
         if rep < 0:  # warm-up: compilation, caches, JIT
             continue
-        timings = dict(solver.timings())
-        counters = dict(solver.counters())
-        if "init" in timings:  # a GPU initializer or preprocessing, run by the solver
-            row["t_init_s"] = timings.pop("init")
-            row["objective_init"] = counters.get("init_objective")
-            if row.get("init") is None:  # no initializer: the solver's own preprocessing
-                row["init"] = getattr(solver, "init_label", None)
-        row.update(
-            status="ok",
-            t_prepare_s=t1 - t0,
-            t_solve_s=timings.pop("solve", t2 - t1),
-            t_transfer_s=timings.pop("transfer", (t3 - t2) if gpu else None),
-            t_upload_s=timings.pop("upload", None),
-            phases_json=to_json(timings) if timings else None,
-        )
-        row["t_e2e_s"] = e2e_seconds(row.get("t_init_s"), row["t_solve_s"])
-        n_edges, t_solve = row.get("n_edges"), row["t_solve_s"]
-        if n_edges is not None and t_solve is not None and t_solve > 0:
-            row["edges_per_s"] = float(n_edges) / float(t_solve)
-        proposals = counters.get("proposals")
-        if isinstance(proposals, int | float) and t_solve is not None and t_solve > 0:
-            row["proposals_per_s"] = float(proposals) / float(t_solve)
-        row.update(
-            kernel_launches=counters.get("kernel_launches"),
-            host_syncs=counters.get("host_syncs"),
-            iterations=counters.get("iterations", counters.get("phases")),
-            counters_json=to_json(counters) if counters else None,
-        )
-        if gpu:
-            row["gpu_mem_peak_bytes"] = solver.memory_peak_bytes() or int(pool.total_bytes())
-        if task.get("verify", True):
-            t0 = time.perf_counter()
-            try:
-                v = problem.verify(instance, solution)
-                row.update(
-                    objective=v.objective, bound=v.bound, reference_objective=v.reference,
-                    verified=v.verified, verify_reason=v.reason,
-                )
-            except Exception as exc:
-                row.update(verified=False, verify_reason=f"verifier failed: {type(exc).__name__}: {exc}")
-            row["t_verify_s"] = time.perf_counter() - t0
+        _timed_row(row, ready, dict(solver.timings()), dict(solver.counters()), (t1 - t0, t2 - t1, t3 - t2))
+        _verify(row, ready, solution)
         out(row)
 
+
+def execute_task(
+    task: dict[str, Any],
+    emit: Callable[[Row], None] | None = None,
+    loaded: Callable[[Row], None] | None = None,
+    started: Callable[[int], None] | None = None,
+) -> list[Row]:
+    """Run one task; return (and ``emit`` as they finish) its rows.
+
+    ``loaded`` receives the identity columns once the instance is loaded, so that a
+    task killed later (timeout, crash) is still recorded under its instance's name;
+    ``started`` receives each repetition's number as it starts (the task process's parent
+    times ``algorithm.time_limit_s`` from there).
+
+    After the warm-up and the timed repetitions, ``task["instrumented"]`` more
+    repetitions run with the solver's instrumentation on (:meth:`BaseSolver.instrument`,
+    for solvers that have one): their rows carry ``instrumented=True`` and the counters
+    that only instrumented runs collect (e.g. adjacency entries scanned).
+    Never raises for a failure of the task itself: loading, initialization, solving or
+    verification errors become rows with a status and a message.
+    """
+    rows: list[Row] = []
+
+    def out(row: Row) -> None:
+        row.setdefault("timestamp", _now())
+        rows.append(row)
+        if emit is not None:
+            emit(row)
+
+    t_task = time.perf_counter()
+    ready = _prepare(task, out, loaded)
+    if ready is not None:
+        _repetitions(ready, out, started)
     total = time.perf_counter() - t_task
     for r in rows:
         r["t_total_s"] = total
     return rows
+
+
+def _joint_repetitions(
+    readies: list[_Ready], solver: Any, started: Callable[[int], None] | None
+) -> list[Row]:
+    """The repetitions of a batchable solver on all ``readies`` at once; rows, not emitted.
+
+    Raises whatever the solver raises (the caller then solves the instances one by one);
+    a wrong answer is only that instance's unverified row.
+    """
+    n = len(readies)
+    first = readies[0]
+    gpu, pool = first.gpu, first.pool
+    instances = [r.instance for r in readies]
+    inits = [r.init for r in readies]
+    held: list[Row] = []
+    instrumented = False
+    for rep, instr in _schedule(first.task, solver):
+        if instr != instrumented:
+            solver.instrument(instr)
+            instrumented = instr
+        if gpu:
+            pool.free_all_blocks()
+        if started is not None:
+            started(rep)
+        t0 = time.perf_counter()
+        solver.prepare_batch(instances, inits)
+        _sync(gpu)
+        t1 = time.perf_counter()
+        solver.run()
+        _sync(gpu)
+        t2 = time.perf_counter()
+        solutions = list(solver.result_batch())
+        t3 = time.perf_counter()
+        if len(solutions) != n:
+            raise RuntimeError(f"result_batch() gave {len(solutions)} answers for {n} instances")
+        if rep < 0:
+            continue
+        timings, counters = dict(solver.timings()), dict(solver.counters())
+        for i, (ready, solution) in enumerate(zip(readies, solutions, strict=True)):
+            row = dict(ready.base, repetition=rep, instrumented=instr, batch_size=n)
+            _timed_row(row, ready, dict(timings), counters, (t1 - t0, t2 - t1, t3 - t2), n=n, index=i)
+            _verify(row, ready, solution)
+            held.append(row)
+    return held
+
+
+def execute_batch(
+    batch: dict[str, Any], send: Callable[[str, Any], None] | None = None
+) -> tuple[list[Row], list[str]]:
+    """Run a batched task (``run.batch``): rows of every instance, and notes for the log.
+
+    ``batch``: ``{"batch_id", "tasks": [task, ...], "joint": bool}``, tasks that differ
+    only in their instance (:func:`matchbench.runner.batch.make_batches`). Each instance
+    is loaded, initialized and verified as :func:`execute_task` does, and a failure of one
+    (bad input, solver error, wrong answer) is its own row while the others go on.
+
+    A solver with ``batchable = True`` (and ``joint`` not false) solves the instances that
+    loaded together: per repetition ``prepare_batch(instances, inits)`` (untimed, as
+    ``prepare``), ``run()`` (timed: ``timings()["solve"]`` is the batch's total) and
+    ``result_batch()`` (the answers, in input order); each instance's row gets ``1/n`` of
+    the times and ``batch_size = n`` (:func:`_timed_row`). If any of that raises, the
+    instances are solved one by one instead, each with :func:`execute_task`, and a note
+    says so. Other solvers solve the instances one by one in this process.
+
+    ``send(kind, payload)`` reports progress to the task process's parent
+    (:mod:`matchbench.runner.child`): ``("item", i)`` as the work on ``tasks[i]`` starts,
+    ``("loaded", base)``, ``("start", rep)``, ``("row", row)`` as in a single task,
+    ``("joint", [i, ...])`` as the joint solve of those instances starts,
+    ``("finished", (i, seconds))`` when ``tasks[i]`` has all its rows (``seconds``: its
+    ``t_total_s``), and ``("note", text)``.
+
+    Every row carries ``batch_id``; ``t_total_s`` is the instance's own wall clock when
+    solved alone, its load and initialization plus ``1/n`` of the joint solve otherwise.
+    """
+    tasks: list[dict[str, Any]] = list(batch["tasks"])
+    bid = batch.get("batch_id")
+    rows: list[Row] = []
+    notes: list[str] = []
+
+    def tell(kind: str, payload: Any) -> None:
+        if send is not None:
+            send(kind, payload)
+
+    def out(row: Row) -> None:
+        row.setdefault("timestamp", _now())
+        row["batch_id"] = bid
+        rows.append(row)
+        tell("row", row)
+
+    def finished(i: int, seconds: float) -> None:
+        tid = tasks[i]["task_id"]
+        for r in rows:
+            if r.get("task_id") == tid and "t_total_s" not in r:
+                r["t_total_s"] = seconds
+        tell("finished", (i, seconds))
+
+    pending = list(range(len(tasks)))
+    solver = None
+    if batch.get("joint", True) and len(tasks) > 1:
+        try:
+            solver = new_solver(tasks[0]["algorithm_cfg"])
+        except Exception:  # each instance's own run records the error
+            solver = None
+    if solver is not None and getattr(solver, "batchable", False):
+        readies: list[tuple[int, _Ready, float]] = []
+        for i, task in enumerate(tasks):
+            tell("item", i)
+            t0 = time.perf_counter()
+            ready = _prepare(task, out, lambda base: tell("loaded", base), solver=solver)
+            if ready is None:
+                finished(i, time.perf_counter() - t0)
+            else:
+                readies.append((i, ready, time.perf_counter() - t0))
+        pending = [i for i, _, _ in readies]
+        if len(readies) > 1:
+            tell("joint", pending)
+            t0 = time.perf_counter()
+            try:
+                held = _joint_repetitions([r for _, r, _ in readies], solver, lambda rep: tell("start", rep))
+            except Exception as exc:
+                held = None
+                notes.append(
+                    f"the joint solve of {len(readies)} instance(s) failed ({type(exc).__name__}: "
+                    f"{str(exc)[:300]}); they were solved one by one"
+                )
+                tell("note", notes[-1])
+            if held is not None:
+                share = (time.perf_counter() - t0) / len(readies)
+                own = {tasks[i]["task_id"]: seconds for i, _, seconds in readies}
+                for row in held:
+                    row["t_total_s"] = own[row["task_id"]] + share
+                    out(row)
+                for i, _, seconds in readies:
+                    finished(i, seconds + share)
+                return rows, notes
+    for i in pending:
+        tell("item", i)
+        t0 = time.perf_counter()
+        execute_task(
+            tasks[i], emit=out, loaded=lambda base: tell("loaded", base),
+            started=lambda rep: tell("start", rep),
+        )
+        finished(i, time.perf_counter() - t0)
+    return rows, notes
 
 
 def e2e_seconds(t_init_s: float | None, t_solve_s: float | None) -> float | None:

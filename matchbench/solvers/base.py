@@ -29,6 +29,12 @@ Counters that cost time to collect (an atomic per adjacency entry) belong to
 instrumented repetitions: a solver with ``instrumentable = True`` switches them on in
 :meth:`instrument`, and the runner runs ``gpu.instrumented`` such repetitions after the
 timed ones, in rows marked ``instrumented``.
+
+A solver with ``batchable = True`` also solves many instances in one run (``run.batch``):
+per repetition ``prepare_batch(instances, inits)`` (copies, untimed, as ``prepare``),
+``run()`` (the timed region: the whole batch; ``timings()["solve"]`` is the batch's
+total) and ``result_batch()`` (the answers, in input order); its ``counters()`` are the
+batch's, with ``batch_size``. ``prepare``/``run``/``result`` on one instance keep working.
 """
 
 from __future__ import annotations
@@ -49,6 +55,8 @@ class BaseSolver:
     device_init: ClassVar[bool] = False
     #: the name of a preprocessing the solver times as ``timings()["init"]`` on its own
     init_label: ClassVar[str | None] = None
+    #: whether the solver solves many instances in one run (``run.batch``): prepare_batch / result_batch
+    batchable: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         self.params = params
@@ -63,6 +71,14 @@ class BaseSolver:
         raise NotImplementedError
 
     def result(self) -> Any:
+        raise NotImplementedError
+
+    def prepare_batch(self, instances: list, inits: list | None = None) -> None:
+        """Batchable solvers: :meth:`prepare` for all ``instances`` at once (untimed)."""
+        raise NotImplementedError
+
+    def result_batch(self) -> list:
+        """Batchable solvers: the answers of the last :meth:`run`, in input order."""
         raise NotImplementedError
 
     def timings(self) -> dict[str, float]:

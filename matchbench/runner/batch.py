@@ -1,0 +1,227 @@
+"""Batched tasks (``run.batch``): many small instances per Dask task.
+
+A sweep of many small instances spends more time on each task's round trip through Dask
+(about 1.6 ms) and on its own launches than on the solve. With ``run.batch`` set, the
+sweep ships the tasks of one algorithm x variant (and the same timing, init and limits)
+in batches: one Dask task runs all instances of a batch, in one task process, and returns
+one row per instance x repetition, as the unbatched tasks would. The plan is unchanged
+(one task per instance, with its own ``task_id``); batches are formed by the sweep
+(:func:`make_batches`) after ``run.resume`` has dropped the finished instances, so a
+resumed sweep runs each unfinished instance exactly once, whatever batches the first
+attempt had.
+
+``run.batch`` (:func:`parse_batch`):
+
+- ``null``, ``false`` or ``0``: off, one task per instance (the default).
+- a count, ``run.batch=256``: at most 256 instances per batch.
+- a size, ``run.batch=64MiB`` (any size ``dask.utils.parse_bytes`` reads: ``64MiB``,
+  ``500kB``, ``1e6``): at most that many bytes of instances per batch.
+- both, ``run.batch={count: 256, bytes: 64MiB}``: a batch closes at whichever comes first.
+
+Sizes are those that order the sweep largest-first
+(:func:`~matchbench.runner.execute.instance_size_hint`: the disk-cache file when it
+exists, else an estimate from the generator's parameters), known before anything is
+loaded; an instance of unknown size counts 0 bytes, so give a count as well for such
+datasets. An instance larger than the byte limit is a batch of its own. A batch holds its
+instances in memory together, so the byte limit bounds what a worker holds at once.
+
+Batches follow the largest-first order: the instances of a group, sorted, are cut into
+consecutive batches, and batches are submitted in the order of their first (largest)
+instance. Where several workers can run a group (``local_cpu``, several GPUs) its batches
+also hold at most ``ceil(instances / (BATCHES_PER_WORKER * workers))`` instances, so that
+a small sweep still spreads over every worker and the last batches are short; with one
+worker the limits are used as given.
+
+What runs inside a batch is :func:`matchbench.runner.task.execute_batch`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: Batches per worker that can run a group, at least, when several workers can.
+BATCHES_PER_WORKER = 4
+
+#: Task keys that differ between the instances of one batch; everything else is equal.
+_PER_INSTANCE = frozenset({"task_id", "instance_spec", "provenance"})
+
+
+@dataclass(frozen=True)
+class BatchLimit:
+    """The limits of one batch: ``count`` instances, ``bytes`` of instances (None: none)."""
+
+    count: int | None = None
+    bytes: int | None = None
+
+    def __str__(self) -> str:
+        parts = []
+        if self.count is not None:
+            parts.append(f"{self.count} instance(s)")
+        if self.bytes is not None:
+            parts.append(f"{self.bytes} bytes")
+        return " or ".join(parts)
+
+
+_SYNTAX = "a count (256), a size (64MiB) or {count: 256, bytes: 64MiB}; null, false or 0 for off"
+
+
+def _count(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{where} must be a positive integer, not {value!r}")
+    if value < 1:
+        raise ValueError(f"{where} must be a positive integer, not {value!r}")
+    return int(value)
+
+
+def _bytes(value: Any, where: str) -> int | None:
+    from dask.utils import parse_bytes
+
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"{where} must be a size such as 64MiB, not {value!r}")
+    if isinstance(value, int | float):
+        n = value
+    elif isinstance(value, str):
+        try:
+            n = parse_bytes(value.strip())
+        except (ValueError, TypeError, KeyError):
+            raise ValueError(f"{where}: {value!r} is not a size (e.g. 64MiB, 500kB, 1e6)") from None
+    else:
+        raise ValueError(f"{where} must be a size such as 64MiB, not {value!r}")
+    if not n >= 1 or n != int(n):
+        raise ValueError(f"{where} must be a positive number of bytes, not {value!r}")
+    return int(n)
+
+
+def parse_batch(value: Any) -> BatchLimit | None:
+    """The batch limits ``run.batch`` asks for; None for off.
+
+    Parameters
+    ----------
+    value
+        ``None``, ``False`` or ``0`` (off); a positive int (a count); a size string
+        (``"64MiB"``, ``"500kB"``: bytes); or a mapping with ``count`` and/or ``bytes``.
+
+    Raises
+    ------
+    ValueError
+        For anything else, with a message that names ``run.batch`` and the accepted forms.
+
+    Examples
+    --------
+    >>> parse_batch(None), parse_batch(256), parse_batch("1KiB")
+    (None, BatchLimit(count=256, bytes=None), BatchLimit(count=None, bytes=1024))
+    >>> parse_batch({"count": 8, "bytes": "1MB"})
+    BatchLimit(count=8, bytes=1000000)
+    """
+    if value is None or value is False or (isinstance(value, int) and not isinstance(value, bool) and value == 0):
+        return None
+    if value is True:
+        raise ValueError(f"run.batch=true says no limit: give {_SYNTAX}")
+    if isinstance(value, int):
+        return BatchLimit(count=_count(value, "run.batch"))
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lower() in ("", "null", "none", "off", "false", "0"):
+            return None
+        if text.isdigit():  # "256" from a YAML string: a count, as 256 is
+            return BatchLimit(count=_count(int(text), "run.batch"))
+        try:
+            return BatchLimit(bytes=_bytes(text, "run.batch"))
+        except ValueError:
+            raise ValueError(f"run.batch={value!r} is neither a count nor a size: give {_SYNTAX}") from None
+    if isinstance(value, Mapping):
+        extra = sorted(set(map(str, value)) - {"count", "bytes"})
+        if extra:
+            raise ValueError(f"run.batch: unknown key(s) {extra}: give {_SYNTAX}")
+        limit = BatchLimit(count=_count(value.get("count"), "run.batch.count"),
+                           bytes=_bytes(value.get("bytes"), "run.batch.bytes"))
+        if limit.count is None and limit.bytes is None:
+            raise ValueError(f"run.batch: give count, bytes or both ({_SYNTAX})")
+        return limit
+    raise ValueError(f"run.batch={value!r} is not understood: give {_SYNTAX}")
+
+
+def batch_key(task: Mapping[str, Any]) -> str:
+    """What the tasks of one batch share: everything but the instance and its provenance."""
+    shared = {k: v for k, v in task.items() if k not in _PER_INSTANCE}
+    return json.dumps(shared, sort_keys=True, default=str)
+
+
+def batch_id(task_ids: list[str]) -> str:
+    """A batch's id: 16 hex digits of its member task ids (another set, another id).
+
+    The batch's file is ``part-batch-<id>.parquet``: a resumed sweep, which batches only
+    the unfinished instances, never overwrites an earlier batch's file.
+    """
+    return hashlib.sha1(",".join(sorted(task_ids)).encode()).hexdigest()[:16]
+
+
+def make_batches(
+    order: list[str],
+    tasks: Mapping[str, Mapping[str, Any]],
+    limit: BatchLimit,
+    sizes: Mapping[str, float],
+    workers: Mapping[str, int] | None = None,
+) -> list[list[str]]:
+    """Cut the ordered task ids into batches of tasks that can share a task process.
+
+    Parameters
+    ----------
+    order : list of str
+        Task ids, largest instance first (:func:`~matchbench.runner.execute.submission_order`).
+    tasks : mapping
+        Task id -> task.
+    limit : BatchLimit
+        At most ``limit.count`` instances and ``limit.bytes`` bytes per batch.
+    sizes : mapping
+        Task id -> its instance's size hint in bytes (0: unknown).
+    workers : mapping, optional
+        Device (``"cpu"``, ``"gpu"``) -> how many workers can run its tasks; with more than
+        one, a group's batches also hold at most ``ceil(n / (BATCHES_PER_WORKER * workers))``
+        of its ``n`` instances.
+
+    Returns
+    -------
+    list of list of str
+        The batches, each in the given order, listed in the order of their first member.
+    """
+    keys = {tid: batch_key(tasks[tid]) for tid in order}
+    group_n: dict[str, int] = {}
+    device: dict[str, str] = {}
+    for tid in order:
+        group_n[keys[tid]] = group_n.get(keys[tid], 0) + 1
+        device.setdefault(keys[tid], str(tasks[tid].get("device", "cpu")))
+    caps: dict[str, int | None] = {}
+    for key, n in group_n.items():
+        w = int((workers or {}).get(device[key], 1) or 1)
+        share = math.ceil(n / (BATCHES_PER_WORKER * w)) if w > 1 else None
+        caps[key] = min(c for c in (limit.count, share) if c is not None) if (limit.count or share) else None
+
+    batches: list[list[str]] = []
+    open_: dict[str, tuple[list[str], float]] = {}
+    for tid in order:
+        key = keys[tid]
+        size = float(sizes.get(tid, 0.0) or 0.0)
+        cur = open_.get(key)
+        if cur is not None:
+            members, total = cur
+            full = caps[key] is not None and len(members) >= caps[key]
+            if limit.bytes is not None and total + size > limit.bytes:
+                full = True
+            if not full:
+                members.append(tid)
+                open_[key] = (members, total + size)
+                continue
+        members = [tid]
+        batches.append(members)
+        open_[key] = (members, size)
+    return batches
