@@ -41,6 +41,7 @@ __all__ = [
     "NkPLM",
     "NxLouvain",
     "louvain",
+    "stage_totals",
 ]
 
 #: Graphs with more vertices than this use ``t_bin``, smaller ones ``t_final`` (Naim et al.
@@ -50,6 +51,15 @@ BIN_LIMIT = 100_000
 #: at 100,000 edges.
 NX_MAX_VERTICES = 50_000
 NX_MAX_EDGES = 100_000
+
+
+def stage_totals(timings: dict[str, float]) -> dict[str, float]:
+    """``timings`` with ``optimize`` and ``aggregate`` added: the sums of the per-stage
+    ``level{r}_optimize`` and ``level{r}_aggregate`` seconds (the stage breakdown)."""
+    out = dict(timings)
+    for what in ("optimize", "aggregate"):
+        out[what] = sum(v for k, v in timings.items() if k.startswith("level") and k.endswith(f"_{what}"))
+    return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -419,7 +429,7 @@ def _louvain(
         "communities": int(community.max()) + 1 if n0 else 0,
         **stage,
     }
-    return Partition(community, levels or None, q_kept), counters, timings
+    return Partition(community, levels or None, q_kept), counters, stage_totals(timings)
 
 
 # ---------------------------------------------------------------------------------------
