@@ -39,6 +39,10 @@ REDUCED: dict[str, list[str]] = {
     "naim2015_fig5": ["dataset=wmatch_smoke", "algorithm.vertices_per_warp=1,8", "gpu.repetitions=2"],
     "manne2016_sm": ["dataset=sm_smoke", "gpu.repetitions=2"],
     "hovland2020_roma": ["dataset=complete_smoke", "gpu.repetitions=2"],
+    "naim2017_louvain": ["dataset=community_smoke", "gpu.repetitions=2"],
+    "batch_lap": ["dataset.count=6", "run.batch=4", "gpu.repetitions=2"],
+    "batch_many": ["dataset.count=6", "run.batch=4"],
+    "scaling_mixed": ["gpu.repetitions=2"],
 }
 
 

@@ -436,3 +436,54 @@ def test_derived_value_caption_and_spec_errors():
     for bad in ({"num": "bound"}, {"num": "bound", "den": "objective", "complement": "yes"}):
         with pytest.raises(tables.ReportSpecError, match=r"\{num: COLUMN, den: COLUMN\}"):
             tables.render_experiment(frame(_gap_rows()), spec_of(value=bad))
+
+
+# --------------------------------------------------------------------------- JSON fields
+
+
+def _json_rows() -> list[dict[str, Any]]:
+    """louvain_gpu with per-stage seconds and a counter; nk_plm without either."""
+    rows = reps([1.0, 3.0], algorithm="louvain_gpu", params={"t_bin": 0.01}) + reps(
+        [5.0], algorithm="nk_plm"
+    )
+    for r, opt, rate in zip(rows[:2], (0.2, 0.4), (2e9, 4e9), strict=True):
+        r["phases_json"] = json.dumps({"level0_optimize": opt, "optimize": opt + 0.1})
+        r["counters_json"] = json.dumps({"first_phase_edges_per_s": rate, "levels": 3})
+    return rows
+
+
+def test_value_reads_counters_and_phases_from_the_json_columns():
+    g = grid(_json_rows(), value="phases.level0_optimize", scale=1000)
+    assert g.value.at["g1", "louvain_gpu"] == pytest.approx(300.0)  # median of 200 and 400
+    assert g.mark.at["g1", "nk_plm"] == "no value"  # no phases_json: no number
+    g = grid(_json_rows(), value="counters.first_phase_edges_per_s", scale=1e-9)
+    assert g.value.at["g1", "louvain_gpu"] == pytest.approx(3.0)
+    g = grid(_json_rows(), value={"num": "phases.level0_optimize", "den": "phases.optimize"})
+    assert g.value.at["g1", "louvain_gpu"] == pytest.approx((0.2 / 0.3 + 0.4 / 0.5) / 2)
+    g = grid(_json_rows(), row_info={"levels": "counters.levels"}, where={"algorithm": "louvain_gpu"})
+    assert g.info.at["g1", "levels"] == 3
+    text = tables.render_experiment(frame(_json_rows()), spec_of(value="phases.optimize", scale=1000))
+    assert "ms" in text  # a phase is seconds: scale 1000 reads ms
+    with pytest.raises(tables.ReportSpecError, match="not a result column"):
+        tables.render_experiment(frame(_json_rows()), spec_of(value="counters."))
+
+
+def test_where_null_takes_rows_without_the_field():
+    rows = _json_rows() + reps([7.0], algorithm="louvain_gpu", instance="g2", params={"t_bin": 0.1})
+    g = grid(rows, where={"t_bin": [0.01, None]})
+    assert set(g.value.columns) == {"louvain_gpu", "nk_plm"}
+    assert list(g.value.index) == ["g1"]  # t_bin 0.1 left out, nk_plm (no t_bin) kept
+    with pytest.raises(tables.ReportSpecError, match="t_bin"):
+        grid(rows, where={"t_bin": 0.01})  # without null, a field found nowhere is an error
+
+
+def test_optional_template_fields_fall_through_and_labels_are_stripped():
+    rows = reps([1.0], algorithm="lap_gpu") + reps([2.0], algorithm="lap_gpu", instance="g2")
+    rows[0]["batch_size"], rows[0]["batch_id"] = 2000, "b1"
+    rows[1]["batch_id"] = None
+    cols = ["joint {batch_size?}", "batched{batch_id?:.0}", "alone"]
+    g = grid(rows, columns=cols)
+    assert g.value.at["g1", "joint 2000"] == 1.0 and g.value.at["g2", "alone"] == 2.0
+    rows[0]["batch_size"] = None
+    assert "batched" in grid(rows, columns=cols).value.columns
+    assert list(grid(rows, columns="{algorithm} {batch_size}").value.columns) == ["lap_gpu"]

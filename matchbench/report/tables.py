@@ -19,7 +19,9 @@ The ``report`` section (the contract the presets follow)
           where: {problem: mcm, algorithm: [apfb, hk]}   # optional: field -> value or list
           rows: "{instance}"           # row label template (str.format with the fields below)
           columns: "{algorithm}"       # column label template (either: or a list, below)
-          value: t_solve_s             # numeric result column; default t_solve_s; or
+          value: t_solve_s             # numeric result column; default t_solve_s;
+                                       # counters.NAME / phases.NAME: a number of the
+                                       # row's counters_json / phases_json; or
                                        # {num: objective, den: bound}: per result row the
                                        # quotient of two numeric columns; with
                                        # complement: true, 1 - num / den (a gap to optimality)
@@ -55,7 +57,15 @@ Fields of ``rows``, ``columns``, ``where`` and ``row_info``: every result column
 One exception: a solver parameter called ``variant`` (G-PR's first/noshr/shr) wins over
 the ``variant`` column, which is only the canonical join of all of a solver's parameters.
 ``params.NAME`` (``{params.NAME}`` in a template) reads the solver parameter NAME only,
-for any other parameter shadowed by a result column. ``rows`` and ``columns`` may also be
+for any other parameter shadowed by a result column; ``counters.NAME`` and ``phases.NAME``
+read a key of the row's ``counters_json`` (the solver's counters) and ``phases_json`` (its
+phase seconds), and may also be a table's ``value`` (or a side of a derived one). In
+``where``, ``null`` among the wanted values also takes the rows where the field is null or
+found nowhere (``{t_bin: [0.01, null]}``: the rows with t_bin 0.01 and those of solvers
+without a t_bin). A label is stripped of surrounding blanks (``"{algorithm} {batch_size}"``
+reads ``scipy_lsa`` where ``batch_size`` is null). ``{field?}`` in a template counts a
+null or empty field as missing, so a list of templates moves on to the next one
+(``["joint {batch_size?}", "batched{batch_id?:.0}", "alone"]``; ``:.0`` shows nothing). ``rows`` and ``columns`` may also be
 a list of templates: each row takes the first whose fields it has (``["{algorithm}-{bfs}",
 "{algorithm}"]`` labels APFB variants and CPU references in one table). A field found
 nowhere is an error naming it and the table.
@@ -235,11 +245,11 @@ def _check_spec(spec: Mapping[str, Any]) -> None:
                     f"(and optionally complement: true), not {dict(value)!r}"
                 )
             for side in ("num", "den"):
-                if value[side] not in COLUMNS:
+                if not _value_field(value[side]):
                     raise ReportSpecError(
                         f"table {title!r}: value.{side} {value[side]!r} is not a result column"
                     )
-        elif value not in COLUMNS:
+        elif not _value_field(value):
             raise ReportSpecError(f"table {title!r}: value {value!r} is not a result column")
         if t.get("best") not in (None, "min", "max"):
             raise ReportSpecError(f"table {title!r}: best must be min or max, not {t['best']!r}")
@@ -329,6 +339,28 @@ class _MissingField(KeyError):
     pass
 
 
+#: Prefixes of the numbers read from a row's JSON columns: ``counters.NAME``, ``phases.NAME``.
+_JSON_FIELDS = {"counters.": "counters_json", "phases.": "phases_json"}
+
+
+def _value_field(name: Any) -> bool:
+    """Whether ``name`` can be a table's value: a result column or ``counters.`` /
+    ``phases.`` and a key."""
+    if not isinstance(name, str):
+        return False
+    return name in COLUMNS or any(
+        name.startswith(p) and len(name) > len(p) for p in _JSON_FIELDS
+    )
+
+
+def _json_number(text: Any, key: str) -> float:
+    """``key`` of the JSON object ``text`` as a float; NaN where absent or not a number."""
+    v = _json_dict(text).get(key)
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return float("nan")
+    return float(v)
+
+
 def _null(v: Any) -> bool:
     return v is None or (not isinstance(v, list | dict | tuple) and bool(pd.isna(v)))
 
@@ -377,10 +409,22 @@ class _Fields:
         return self._iparams
 
     def __getitem__(self, key: str) -> Any:
+        if key.endswith("?"):
+            # {field?}: the field, counted missing where it is null or empty
+            v = self[key[:-1]]
+            if _null(v) or v == "":
+                raise _MissingField(key[:-1])
+            return v
         if key == "params":
             return _Params(self.params)
         if key.startswith("params."):
             return getattr(_Params(self.params), key[len("params.") :])
+        for prefix, column in _JSON_FIELDS.items():
+            if key.startswith(prefix):
+                d = _json_dict(self.row.get(column))
+                if key[len(prefix) :] not in d:
+                    raise _MissingField(key)
+                return d[key[len(prefix) :]]
         if key == "variant" and key in self.params:
             # The variant column is only the canonical join of all parameters; a solver
             # parameter called variant (G-PR's first/noshr/shr) is what a table means.
@@ -411,7 +455,7 @@ def _label(templates: str | list[str], fields: _Fields, title: str, what: str) -
     missing = []
     for template in [templates] if isinstance(templates, str) else templates:
         try:
-            return template.format_map(fields)
+            return template.format_map(fields).strip()
         except _MissingField as exc:
             missing.append(exc.args[0])
         except (ValueError, IndexError, AttributeError, TypeError) as exc:
@@ -426,7 +470,21 @@ def _label(templates: str | list[str], fields: _Fields, title: str, what: str) -
 
 def _matches(v: Any, wanted: Any) -> bool:
     options = wanted if isinstance(wanted, list | tuple) else [wanted]
-    return any(v == w or str(v) == str(w) for w in options)
+    if (_null(v) or v == "") and any(w is None for w in options):
+        return True
+    return any(w is not None and (v == w or str(v) == str(w)) for w in options)
+
+
+def _where_field(f: _Fields, key: str, wanted: Any) -> Any:
+    """The row's ``key`` for ``where``; None where it is found nowhere and ``wanted``
+    includes null (otherwise the lookup's error)."""
+    try:
+        return f[key]
+    except _MissingField:
+        options = wanted if isinstance(wanted, list | tuple) else [wanted]
+        if any(w is None for w in options):
+            return None
+        raise
 
 
 # --------------------------------------------------------------------------- cells
@@ -536,17 +594,30 @@ def _with_value(frame: pd.DataFrame, value: str | Mapping[str, str]) -> tuple[pd
     row-wise quotient ``num / den`` in float64 (NaN where either side is null or den is 0),
     or ``1 - num / den`` with ``complement``."""
     if not isinstance(value, Mapping):
-        return frame, str(value)
-    num = pd.to_numeric(frame[value["num"]], errors="coerce").astype("float64")
-    den = pd.to_numeric(frame[value["den"]], errors="coerce").astype("float64")
+        if str(value) in frame.columns:
+            return frame, str(value)
+        return frame.assign(**{_DERIVED: _column(frame, str(value))}), _DERIVED
+    num = _column(frame, value["num"])
+    den = _column(frame, value["den"])
     quotient = num / den.where(den != 0)
     if value.get("complement"):
         quotient = 1.0 - quotient
     return frame.assign(**{_DERIVED: quotient}), _DERIVED
 
 
+def _column(frame: pd.DataFrame, name: str) -> pd.Series:
+    """A value's numbers per row (float64, NaN where none): a result column, or a key of
+    the rows' counters_json / phases_json (``counters.NAME``, ``phases.NAME``)."""
+    for prefix, column in _JSON_FIELDS.items():
+        if name.startswith(prefix):
+            key = name[len(prefix) :]
+            texts = frame[column] if column in frame.columns else pd.Series(None, index=frame.index)
+            return pd.Series([_json_number(t, key) for t in texts], index=frame.index, dtype="float64")
+    return pd.to_numeric(frame[name], errors="coerce").astype("float64")
+
+
 def _default_unit(value: str | Mapping[str, str], scale: float) -> str:
-    if not _is_time(value):
+    if not (_is_time(value) or (isinstance(value, str) and value.startswith("phases."))):
         return ""
     return {1.0: "s", 1e3: "ms", 1e6: "us"}.get(float(scale), "")
 
@@ -674,7 +745,7 @@ def table_grid(frame: pd.DataFrame, t: Mapping[str, Any]) -> tuple[Grid, pd.Data
     for i, rec in enumerate(frame.to_dict("records")):
         f = _Fields(rec)
         try:
-            ok = all(_matches(f[k], v) for k, v in where.items())
+            ok = all(_matches(_where_field(f, k, v), v) for k, v in where.items())
         except _MissingField as exc:
             raise _missing(title, "where", exc.args[0]) from None
         if not ok:
