@@ -421,10 +421,8 @@ class _Fields:
             return getattr(_Params(self.params), key[len("params.") :])
         for prefix, column in _JSON_FIELDS.items():
             if key.startswith(prefix):
-                d = _json_dict(self.row.get(column))
-                if key[len(prefix) :] not in d:
-                    raise _MissingField(key)
-                return d[key[len(prefix) :]]
+                # a row without the key (a skipped task, another solver) reads as null
+                return _json_dict(self.row.get(column)).get(key[len(prefix) :])
         if key == "variant" and key in self.params:
             # The variant column is only the canonical join of all parameters; a solver
             # parameter called variant (G-PR's first/noshr/shr) is what a table means.

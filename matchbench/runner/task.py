@@ -488,16 +488,21 @@ def execute_batch(
         if send is not None:
             send(kind, payload)
 
+    # rows still without t_total_s, by task id: finished() must not scan every row (a
+    # batch of 2,000 instances x 3 repetitions spent 0.8 ms per instance doing so)
+    open_rows: dict[Any, list[Row]] = {}
+
     def out(row: Row) -> None:
         row.setdefault("timestamp", _now())
         row["batch_id"] = bid
         rows.append(row)
+        if "t_total_s" not in row:
+            open_rows.setdefault(row.get("task_id"), []).append(row)
         tell("row", row)
 
     def finished(i: int, seconds: float) -> None:
-        tid = tasks[i]["task_id"]
-        for r in rows:
-            if r.get("task_id") == tid and "t_total_s" not in r:
+        for r in open_rows.pop(tasks[i]["task_id"], ()):
+            if "t_total_s" not in r:
                 r["t_total_s"] = seconds
         tell("finished", (i, seconds))
 
