@@ -9,6 +9,7 @@ its tables from the rows that run wrote. A new preset must add its reduction her
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
+from matchbench.report import cli as report_cli
 from matchbench.results.store import read_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,5 +137,7 @@ def test_regenerated_pages_are_views_of_the_kept_runs(page):
     text = (DOCS / f"{page}.md").read_text()
     command = next(line for line in text.splitlines() if line.startswith("Made by: "))
     command = command.removeprefix("Made by: ").strip("`")
-    frame = select_experiment_rows(page, (), DOCS / "runs")
+    # the runs the page names (several for a page comparing sweeps), else the newest
+    args = report_cli._parser().parse_args(shlex.split(command)[2:])
+    frame = select_experiment_rows(page, tuple(args.results), DOCS / "runs")
     assert render_experiment(frame, experiment_spec(page), command=command).strip() == text.strip()
