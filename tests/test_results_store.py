@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -78,6 +79,17 @@ def test_manifest_is_invisible_to_dataset_readers(tmp_path):
 
     table = ds.dataset(tmp_path, format="parquet", partitioning="hive").to_table()
     assert table.num_rows == 1 and "run" in table.column_names
+
+
+def test_manifest_keeps_one_copy_of_each_job_across_resumes(tmp_path):
+    w = RunWriter(tmp_path, "r1", "2026-01-01")
+    jobs = [{"job_index": 0, "overrides": ["a=1"]}, {"job_index": 1, "overrides": ["a=2"]}]
+    w.write_manifest({"run_id": "r1", "started": "t0", "jobs": jobs})
+    w.write_manifest({"run_id": "r1", "started": "t1", "jobs": jobs})  # a resume
+    w.write_manifest({"jobs": [*jobs, {"job_index": 2, "overrides": ["a=3"]}]})
+    m = json.loads((w.dir / "_run.json").read_text())
+    assert [j["job_index"] for j in m["jobs"]] == [0, 1, 2]
+    assert m["started"] == "t1"
 
 
 def test_duckdb_reads_the_layout(tmp_path):

@@ -80,7 +80,14 @@ class RunWriter:
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         path = self.dir / "_run.json"
         old = json.loads(path.read_text()) if path.exists() else {}
-        jobs = old.get("jobs", []) + manifest.get("jobs", [])
+        # a resume states its jobs again: keep one copy of each (a job it adds is appended)
+        jobs = list(old.get("jobs", []))
+        seen = {json.dumps(j, sort_keys=True, default=str) for j in jobs}
+        for j in manifest.get("jobs", []):
+            key = json.dumps(j, sort_keys=True, default=str)
+            if key not in seen:
+                seen.add(key)
+                jobs.append(j)
         merged = {**old, **manifest, "jobs": jobs}
         tmp = self.dir / "._run.json.tmp"
         tmp.write_text(json.dumps(merged, indent=2, sort_keys=True, default=str))
