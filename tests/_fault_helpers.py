@@ -11,7 +11,7 @@ import os
 from _faulty_solvers import Faulty
 
 from matchbench.datasets import dataset
-from matchbench.datasets.generators import erdos_renyi
+from matchbench.graphs.generators import erdos_renyi
 
 
 @dataset("mcm")
@@ -73,7 +73,7 @@ class DeviceHog(Faulty):
         return int(self.share * self._total())
 
     def skip(self, graph):
-        from matchbench.solvers.gpu.common import device_memory_skip
+        from matchbench.gpu.common import device_memory_skip
 
         return device_memory_skip(lambda: self.estimate_bytes(graph))
 

@@ -12,8 +12,8 @@ import time
 import numpy as np
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from matchbench.problems.bipartite import Matching
-from matchbench.solvers.base import BaseSolver
+from matchbench.core.solver import BaseSolver
+from matchbench.graphs.bipartite import Matching
 
 
 class Faulty(BaseSolver):

@@ -10,7 +10,7 @@ import networkx as nx
 import numpy as np
 from hypothesis import strategies as st
 
-from matchbench.problems.bipartite import BipartiteGraph, Matching
+from matchbench.graphs.bipartite import BipartiteGraph, Matching
 
 
 def nx_maximum(g: BipartiteGraph) -> Matching:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from matchbench.problems.lap import CostMatrix, certificate_atol
+from matchbench.families.lap.problem import CostMatrix, certificate_atol
 
 KINDS = (
     "int_n10",

@@ -12,8 +12,8 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from matchbench.core.solver import BaseSolver
 from matchbench.results.store import read_results
-from matchbench.solvers.base import BaseSolver
 
 ROOT = Path(__file__).resolve().parents[1]
 CONF = ROOT / "conf"

@@ -271,9 +271,9 @@ def test_sweep_on_jobs_started_by_a_fake_sbatch(fake_slurm, tmp_path):
                         death_timeout_s=30, log_directory=str(tmp_path / "logs"),
                         interface="lo" if sys.platform.startswith("linux") else None)
     cfg = {
-        "algorithm": {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"},
+        "algorithm": {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"},
         "dataset": {"instances": [
-            {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 6, "seed": s} for s in (1, 2, 3)
+            {"_target_": "matchbench.families.mcm.datasets.erdos_renyi", "scale": 6, "seed": s} for s in (1, 2, 3)
         ]},
         "gpu": {"repetitions": 1, "warmup": 0},
         "cluster": cluster,

@@ -22,16 +22,17 @@ from matchbench.datasets import (
     load,
     spec_problem,
 )
-from matchbench.datasets import generators as G
-from matchbench.datasets import lap as L
-from matchbench.problems.bipartite import BipartiteGraph
-from matchbench.problems.lap import CostMatrix
+from matchbench.families.lap import datasets as L
+from matchbench.families.lap.problem import CostMatrix
+from matchbench.families.mcm import datasets as M
+from matchbench.graphs import generators as G
+from matchbench.graphs.bipartite import BipartiteGraph
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "dataset"
 
-KRON = {"_target_": "matchbench.datasets.generators.kronecker", "scale": 6, "seed": 3}
-LAP = {"_target_": "matchbench.datasets.lap.uniform", "n": 12, "cost_range": "n", "seed": 2}
-SMOKE = {"_target_": "matchbench.datasets.smoke", "name": "grid2d_2"}
+KRON = {"_target_": "matchbench.families.mcm.datasets.kronecker", "scale": 6, "seed": 3}
+LAP = {"_target_": "matchbench.families.lap.datasets.uniform", "n": 12, "cost_range": "n", "seed": 2}
+SMOKE = {"_target_": "matchbench.families.mcm.datasets.smoke", "name": "grid2d_2"}
 
 
 @pytest.fixture(autouse=True)
@@ -93,7 +94,7 @@ def test_dataset_tags_and_returns_the_function_itself():
         (KRON, "mcm"),
         (LAP, "lap"),
         (SMOKE, "mcm"),
-        ({"_target_": "matchbench.datasets.generators.nope"}, None),
+        ({"_target_": "matchbench.families.mcm.datasets.nope"}, None),
         ({"_target_": "nosuchpackage.f"}, None),
         ({"_target_": "matchbench.datasets.expand"}, None),  # a function, but untagged
         ({"scale": 3}, None),
@@ -116,7 +117,7 @@ def _conf_targets() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("file", "target"), _conf_targets())
 def test_every_configured_dataset_is_tagged(file, target):
-    from matchbench.problems import problem_table
+    from matchbench.core.problem import problem_table
 
     assert spec_problem({"_target_": target}) in problem_table(), f"{file}: {target}"
 
@@ -129,12 +130,12 @@ def test_conf_targets_cover_every_file():
 @pytest.mark.parametrize(
     ("fn", "cached"),
     [
-        *[(getattr(G, n), True) for n in G.__all__],
+        *[(getattr(M, n), True) for n in G.__all__],
         (L.uniform, True),
         (L.uniform_float, True),
         (L.geometric, True),
         (L.from_file, False),
-        (ds.smoke, False),
+        (M.smoke, False),
     ],
 )
 def test_generators_and_only_they_are_disk_cached(fn, cached):
@@ -171,7 +172,7 @@ def test_rcp_is_permuted_from_the_cached_original(monkeypatch):
     rcp = load({**KRON, "rcp": True, "rcp_seed": 4})
     assert disk_cache_path({**KRON, "rcp": True, "rcp_seed": 4}) == disk_cache_path(KRON)
     ds.clear_cache()
-    _forbid(monkeypatch, G, "kronecker")
+    _forbid(monkeypatch, M, "kronecker")
     again = load({**KRON, "rcp": True, "rcp_seed": 4})
     _same(rcp, again)
     assert again.name == base.name + "_rcp"
@@ -240,7 +241,7 @@ def test_the_environment_variable_turns_the_disk_cache_off(monkeypatch):
     assert disk_cache_path(KRON).is_file()
     monkeypatch.setenv("MATCHBENCH_NO_DISK_CACHE", "1")
     ds.clear_cache()
-    _forbid(monkeypatch, G, "kronecker")
+    _forbid(monkeypatch, M, "kronecker")
     with pytest.raises(AssertionError, match="should come from the disk"):
         load(KRON)
 

@@ -15,8 +15,10 @@ from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
 import matchbench.datasets as ds
-from matchbench.datasets import DatasetError, expand, generators, instance_key, load
-from matchbench.problems.bipartite import BipartiteGraph
+from matchbench.datasets import DatasetError, expand, instance_key, load
+from matchbench.families.mcm import datasets as M
+from matchbench.graphs import generators
+from matchbench.graphs.bipartite import BipartiteGraph
 
 CONF = Path(__file__).resolve().parents[1] / "conf" / "dataset"
 SYMMETRIC = ["kronecker", "delaunay", "rgg", "grid", "road"]
@@ -251,8 +253,8 @@ def test_erdos_renyi_invariants(scale, seed, deg):
 # ---------------------------------------------------------------------------------------
 # Specs: expand, instance_key, load
 
-ER = {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 7, "avg_degree": 3.0}
-GRID = {"_target_": "matchbench.datasets.generators.grid", "scale": 6, "seed": 1}
+ER = {"_target_": "matchbench.families.mcm.datasets.erdos_renyi", "scale": 7, "avg_degree": 3.0}
+GRID = {"_target_": "matchbench.families.mcm.datasets.grid", "scale": 6, "seed": 1}
 
 
 @pytest.fixture(autouse=True)
@@ -340,9 +342,9 @@ def test_load_passes_data_dir_only_to_targets_that_take_it(tmp_path):
 
 def test_load_unknown_target():
     with pytest.raises(
-        DatasetError, match=r"unknown dataset .*no function matchbench\.datasets\.generators\.nope"
+        DatasetError, match=r"unknown dataset .*no function matchbench\.families\.mcm\.datasets\.nope"
     ):
-        load({"_target_": "matchbench.datasets.generators.nope", "scale": 3})
+        load({"_target_": "matchbench.families.mcm.datasets.nope", "scale": 3})
     with pytest.raises(DatasetError, match="unknown dataset .*no function nosuchpackage.f"):
         load({"_target_": "nosuchpackage.f"})
 
@@ -417,9 +419,9 @@ def test_dataset_configs_expand_and_bind(name):
 
 def test_smoke_config_lists_every_smoke_file():
     cfg = OmegaConf.to_container(OmegaConf.load(CONF / "smoke.yaml"))
-    assert [s["name"] for s in cfg["instances"]] == ds.smoke_names()
+    assert [s["name"] for s in cfg["instances"]] == M.smoke_names()
     graphs = [load(s) for s in expand(cfg)]
-    assert [g.name for g in graphs] == ds.smoke_names()
+    assert [g.name for g in graphs] == M.smoke_names()
 
 
 def test_seed_suite_is_the_papers_synthetic_set():

@@ -14,8 +14,10 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from matchbench.datasets import DatasetError, DatasetWarning, generators, mtx, smoke, smoke_names
-from matchbench.problems.bipartite import BipartiteGraph
+from matchbench.datasets import DatasetError, DatasetWarning
+from matchbench.families.mcm.datasets import SMOKE_DIR, smoke, smoke_names
+from matchbench.graphs import generators, mtx
+from matchbench.graphs.bipartite import BipartiteGraph
 
 HEADER = "%%MatrixMarket matrix coordinate real general\n"
 
@@ -279,7 +281,7 @@ def test_load_looks_up_relative_paths_in_data_dir(tmp_path, monkeypatch):
 def test_smoke_set_is_small_and_loads_cleanly():
     names = smoke_names()
     assert 5 <= len(names) <= 8
-    files = [Path(mtx.__file__).parent / "smoke" / f"{n}.mtx" for n in names]
+    files = [SMOKE_DIR / f"{n}.mtx" for n in names]
     assert sum(f.stat().st_size for f in files) < 100_000
     with warnings.catch_warnings():
         warnings.simplefilter("error")

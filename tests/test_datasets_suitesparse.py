@@ -15,7 +15,8 @@ import pytest
 import scipy.sparse as sp
 
 import matchbench.datasets as ds
-from matchbench.datasets import DatasetError, mtx, suitesparse
+from matchbench.datasets import DatasetError
+from matchbench.graphs import mtx, suitesparse
 
 MATRIX = sp.coo_matrix((np.ones(5), ([0, 1, 2, 3, 3], [1, 0, 2, 0, 3])), shape=(4, 5))
 
@@ -115,7 +116,7 @@ def test_environment_variables_choose_server_and_cache(served, tmp_path, monkeyp
 def test_load_through_a_dataset_spec_passes_data_dir(served, tmp_path):
     ds.clear_cache()
     spec = {
-        "_target_": "matchbench.datasets.suitesparse.load",
+        "_target_": "matchbench.families.mcm.datasets.suitesparse_matrix",
         "name": "HB/tiny",
         "base_url": served.url,
         "rcp": True,

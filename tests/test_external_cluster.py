@@ -454,12 +454,12 @@ def test_workers_without_resources_run_cpu_tasks_and_skip_gpu_tasks(tmp_path):
     from matchbench.runner.execute import execute
     from matchbench.runner.plan import build_plan
 
-    er = {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 6, "seed": 3}
+    er = {"_target_": "matchbench.families.mcm.datasets.erdos_renyi", "scale": 6, "seed": 3}
     with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0") as lc:
         plans = []
         for i, target in enumerate(["HopcroftKarp", "PothenFanPlus"]):
             cfg = {
-                "algorithm": {"_target_": f"matchbench.solvers.cpu.mcm_numba.{target}"},
+                "algorithm": {"_target_": f"matchbench.families.mcm.ref_numba.{target}"},
                 "dataset": er,
                 "gpu": {"repetitions": 1, "warmup": 0},
                 "cluster": {"kind": "external", "address": lc.scheduler_address},

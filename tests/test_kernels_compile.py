@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from matchbench.solvers.gpu import kernels
+from matchbench.gpu import kernels
 
 ARCHS = ("sm_90", "sm_80")
 
@@ -71,7 +71,8 @@ def test_apfb_instrumented_build_compiles(options):
 def broken_kernel_dir(tmp_path, monkeypatch):
     """A kernel folder holding common.cuh and one family with a syntax error."""
     (tmp_path / "common.cuh").write_text((kernels.kernel_dir() / "common.cuh").read_text())
-    (tmp_path / "brokenfam.cu").write_text(
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "brokenfam.cu").write_text(
         '#include "common.cuh"\n'
         'extern "C" __global__ void brokenfam_k(mb_index* a) {\n'
         "  a[0] = undeclared_name_xyz;\n"
@@ -102,5 +103,5 @@ def test_kernel_dir_is_restored(broken_kernel_dir):
 
     os.environ.pop("MATCHBENCH_KERNEL_DIR")
     kernels.kernel_dir.cache_clear()
-    assert (kernels.kernel_dir() / "apfb.cu").is_file()
+    assert (kernels.kernel_dir() / "mcm" / "apfb.cu").is_file()
     os.environ["MATCHBENCH_KERNEL_DIR"] = str(broken_kernel_dir)

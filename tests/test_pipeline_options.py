@@ -15,8 +15,8 @@ from matchbench.runner.execute import execute
 from matchbench.runner.plan import build_plan
 
 TESTS = Path(__file__).parent
-ER = {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 7, "avg_degree": 3.0, "seed": 3}
-LAP = {"_target_": "matchbench.datasets.lap.uniform", "n": 16, "cost_range": "n", "seed": 1}
+ER = {"_target_": "matchbench.families.mcm.datasets.erdos_renyi", "scale": 7, "avg_degree": 3.0, "seed": 3}
+LAP = {"_target_": "matchbench.families.lap.datasets.uniform", "n": 16, "cost_range": "n", "seed": 1}
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def _cfg(tmp_path, algorithm, dataset=ER, gpu=None, **run):
 
 
 def test_time_limit_is_a_run_option_not_a_solver_parameter(tmp_path):
-    algo = {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp", "time_limit_s": 5}
+    algo = {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp", "time_limit_s": 5}
     (task,) = build_plan(_cfg(tmp_path, algo)).tasks
     assert task["time_limit_s"] == 5.0 and "time_limit_s" not in task["algorithm_cfg"]
     assert task["variant"] == "default"  # the limit is not part of the variant
@@ -52,7 +52,7 @@ def test_time_limit_is_a_run_option_not_a_solver_parameter(tmp_path):
 
 @pytest.mark.parametrize("bad", [0, -1, "soon", True])
 def test_bad_time_limit_is_an_error_row(tmp_path, bad):
-    algo = {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp", "time_limit_s": bad}
+    algo = {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp", "time_limit_s": bad}
     plan = build_plan(_cfg(tmp_path, algo))
     assert not plan.tasks and "time_limit_s" in plan.error_rows[0]["error"]
 
@@ -113,7 +113,7 @@ def test_instrumented_is_ignored_by_solvers_without_instrumentation(tmp_path, fa
 
 
 def test_task_ids_are_unchanged_without_instrumented_runs(tmp_path):
-    algo = {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}
+    algo = {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}
     a = build_plan(_cfg(tmp_path, algo)).tasks[0]["task_id"]
     b = build_plan(_cfg(tmp_path, algo, gpu={"instrumented": 0})).tasks[0]["task_id"]
     c = build_plan(_cfg(tmp_path, algo, gpu={"instrumented": 1})).tasks[0]["task_id"]
@@ -125,8 +125,8 @@ def test_task_ids_are_unchanged_without_instrumented_runs(tmp_path):
 
 def test_cross_family_pairs_are_left_out_at_plan_time_in_one_line(tmp_path):
     mixed = {"instances": [ER, LAP]}
-    mcm = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}, mixed))
-    lap = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.lap_ref.ScipyLSA"}, mixed))
+    mcm = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}, mixed))
+    lap = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.lap.refs.ScipyLSA"}, mixed))
     assert [t["problem"] for t in mcm.tasks] == ["mcm"] and [t["problem"] for t in lap.tasks] == ["lap"]
     assert mcm.skipped_pairs == [("hk", "mcm", "uniform(n=16, cost_range='n', seed=1, rcp=False)", "lap")]
     assert lap.skipped_pairs[0][:2] == ("scipy_lsa", "lap") and lap.skipped_pairs[0][3] == "mcm"
@@ -139,7 +139,7 @@ def test_cross_family_pairs_are_left_out_at_plan_time_in_one_line(tmp_path):
 
 
 def test_unknown_dataset_targets_are_not_skipped_but_fail_at_load(tmp_path):
-    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.lap_ref.ScipyLSA"},
+    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.lap.refs.ScipyLSA"},
                            {"_target_": "matchbench.datasets.nosuch", "n": 3}))
     assert len(plan.tasks) == 1 and not plan.skipped_pairs  # no family known: load decides
     summary = execute([plan], stream=io.StringIO())

@@ -1,16 +1,16 @@
-"""Problem families are found by module name: ``matchbench.problems.<name>``, no registry."""
+"""Problem families are found by module name: ``matchbench.families.<name>``, no registry."""
 
 from __future__ import annotations
 
 import pytest
 
-from matchbench.problems import Problem, get_problem, problem_table
-from matchbench.problems.community import Community
-from matchbench.problems.lap import LAP
-from matchbench.problems.mcm import MCM
-from matchbench.problems.mwpm import MWPM
-from matchbench.problems.smarriage import SM
-from matchbench.problems.wmatch import WMatch
+from matchbench.core.problem import Problem, get_problem, problem_table
+from matchbench.families.community.problem import Community
+from matchbench.families.lap.problem import LAP
+from matchbench.families.mcm.problem import MCM
+from matchbench.families.mwpm.problem import MWPM
+from matchbench.families.smarriage.problem import SM
+from matchbench.families.wmatch.problem import WMatch
 
 
 @pytest.mark.parametrize(
@@ -95,6 +95,6 @@ def test_community_references_and_their_datasets_name_the_community_family(name)
 
     from matchbench.datasets import spec_problem
 
-    cls = get_class(f"matchbench.solvers.cpu.louvain.{_CLASSES[name]}")
+    cls = get_class(f"matchbench.families.community.louvain.{_CLASSES[name]}")
     assert cls.name == name and get_problem(cls.problem).name == "community"
-    assert spec_problem({"_target_": "matchbench.datasets.community.community_mtx"}) == "community"
+    assert spec_problem({"_target_": "matchbench.families.community.datasets.community_mtx"}) == "community"

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from _synthetic_results import GPU, PROBLEMS, benchmark_rows, rows_for, write_history
 
-import matchbench.problems.base as problems_base
+import matchbench.core.problem as problems_base
 from matchbench import report
 from matchbench.report import build
 from matchbench.report import data as rd

@@ -13,7 +13,7 @@ from matchbench.runner.execute import execute
 from matchbench.runner.plan import build_plan
 
 TESTS = Path(__file__).parent
-ER = {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 7, "avg_degree": 3.0, "seed": 3}
+ER = {"_target_": "matchbench.families.mcm.datasets.erdos_renyi", "scale": 7, "avg_degree": 3.0, "seed": 3}
 
 
 @pytest.fixture
@@ -45,7 +45,7 @@ def _task(tmp_path, algorithm, **run):
 
 
 def test_task_rows_are_timed_and_verified(tmp_path):
-    task = _task(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}, isolate=False)
+    task = _task(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}, isolate=False)
     rows = run_task(task)
     assert [r["repetition"] for r in rows] == [0, 1, 2]
     for r in rows:
@@ -92,9 +92,9 @@ def test_failures_become_rows_and_finished_repetitions_survive(tmp_path, faulty_
 
 def test_sweep_writes_rows_incrementally_and_resumes(tmp_path):
     cfgs = [
-        _cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}),
-        _cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.PothenFanPlus"},
-             dataset={"instances": [ER, {"_target_": "matchbench.datasets.mtx.load",
+        _cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}),
+        _cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.PothenFanPlus"},
+             dataset={"instances": [ER, {"_target_": "matchbench.families.mcm.datasets.mtx_file",
                                          "path": str(tmp_path / "missing.mtx")}]}),
     ]
     plans = [build_plan(c, job_index=i) for i, c in enumerate(cfgs)]
@@ -120,7 +120,7 @@ def test_sweep_writes_rows_incrementally_and_resumes(tmp_path):
 
 
 def test_gpu_task_without_gpu_worker_is_a_row_not_a_hang(tmp_path):
-    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}))
+    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}))
     for t in plan.tasks:
         t["device"] = "gpu"
     summary = execute([plan], stream=io.StringIO())

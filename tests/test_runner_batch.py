@@ -26,7 +26,7 @@ from matchbench.runner.plan import build_plan
 from matchbench.runner.task import execute_batch
 
 TESTS = Path(__file__).parent
-RGG = "matchbench.datasets.generators.rgg"
+RGG = "matchbench.families.mcm.datasets.rgg"
 MANY = {"name": "tiny_many", "many": {"_target_": RGG}, "count": 6, "seed": 1, "draw": {"scale": [5, 7]}}
 
 
@@ -103,7 +103,7 @@ def test_parse_batch_errors_name_the_setting_and_the_forms(value, message):
 
 
 def test_bad_run_batch_ends_the_sweep_before_anything_runs(tmp_path):
-    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_scipy.ScipyHopcroftKarp"},
+    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"},
                            batch="64XB"))
     log = io.StringIO()
     with pytest.raises(SystemExit) as info:
@@ -211,8 +211,8 @@ def test_many_configs_plan_10000_instances_in_one_job(tmp_path, name):
     from omegaconf import OmegaConf
 
     dataset = OmegaConf.to_container(OmegaConf.load(TESTS.parent / "conf" / "dataset" / f"{name}.yaml"))
-    algorithm = ("matchbench.solvers.cpu.lap_ref.ScipyLSA" if name == "lap_many"
-                 else "matchbench.solvers.cpu.mcm_scipy.ScipyHopcroftKarp")
+    algorithm = ("matchbench.families.lap.refs.ScipyLSA" if name == "lap_many"
+                 else "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp")
     t0 = time.perf_counter()
     plan = build_plan(_cfg(tmp_path, {"_target_": algorithm}, dataset))
     elapsed = time.perf_counter() - t0
@@ -230,7 +230,7 @@ def test_many_configs_plan_10000_instances_in_one_job(tmp_path, name):
 def test_one_by_one_batch_rows_are_those_of_single_tasks(tmp_path):
     from matchbench.runner.task import execute_task
 
-    batch = _batch(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_scipy.ScipyHopcroftKarp"})
+    batch = _batch(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"})
     rows, notes = execute_batch(batch)
     assert not notes
     single = [r for t in batch["tasks"] for r in execute_task(t)]
@@ -242,7 +242,7 @@ def test_one_by_one_batch_rows_are_those_of_single_tasks(tmp_path):
 
 
 def test_a_failing_instance_is_its_row_and_the_others_go_on(tmp_path, faulty_path):
-    bad_file = {"_target_": "matchbench.datasets.mtx.load", "path": str(tmp_path / "missing.mtx")}
+    bad_file = {"_target_": "matchbench.families.mcm.datasets.mtx_file", "path": str(tmp_path / "missing.mtx")}
     specs = expand(MANY)
     dataset = {"instances": [specs[0], bad_file, *specs[1:4]]}
     s_raise, s_wrong = f"_s{specs[1]['seed']}", f"_s{specs[2]['seed']}"
@@ -358,7 +358,7 @@ def _comparable(df):
 
 @pytest.mark.slow
 def test_batched_sweep_rows_equal_unbatched_rows(tmp_path):
-    algo = {"_target_": "matchbench.solvers.cpu.mcm_scipy.ScipyHopcroftKarp"}
+    algo = {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"}
     off = execute([build_plan(_cfg(tmp_path, algo, id="off"))], stream=io.StringIO())
     log = io.StringIO()
     on = execute([build_plan(_cfg(tmp_path, algo, id="on", batch=4))], stream=log)
@@ -381,7 +381,7 @@ def test_batched_sweep_rows_equal_unbatched_rows(tmp_path):
 
 @pytest.mark.slow
 def test_resume_of_a_batched_sweep_runs_each_unfinished_instance_once(tmp_path):
-    algo = {"_target_": "matchbench.solvers.cpu.mcm_scipy.ScipyHopcroftKarp"}
+    algo = {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"}
     dataset = {**MANY, "count": 9}
     first = execute([build_plan(_cfg(tmp_path, algo, dataset, id="res", batch=3))], stream=io.StringIO())
     run_dir = Path(first["dir"])
@@ -411,7 +411,7 @@ def test_resume_of_a_batched_sweep_runs_each_unfinished_instance_once(tmp_path):
 
 
 def test_gpu_batches_without_gpu_worker_are_skipped_rows_in_batch_files(tmp_path):
-    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_scipy.ScipyHopcroftKarp"},
+    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"},
                            batch=4))
     for t in plan.tasks:
         t["device"] = "gpu"
@@ -430,7 +430,7 @@ def test_gpu_batches_warm_their_instances_in_one_task_each(tmp_path):
             self.calls.append((fn.__name__, [s for s, _ in specs], kw))
             return object()
 
-    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_scipy.ScipyHopcroftKarp"}))
+    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"}))
     for t in plan.tasks:
         t["device"] = "gpu"
     units = [plan.tasks[:4], plan.tasks[2:6], plan.tasks[:1]]  # overlapping: made once
@@ -521,7 +521,7 @@ def test_batch_whose_worker_dies_reruns_its_instances_alone(tmp_path, faulty_pat
 def test_batch_without_isolation_runs_in_the_worker(tmp_path):
     from matchbench.runner.child import run_batch
 
-    batch = _batch(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_scipy.ScipyHopcroftKarp"}, isolate=False)
+    batch = _batch(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"}, isolate=False)
     out = run_batch(batch)
     assert out["notes"] == [] and len(out["rows"]) == 12
     assert all(r["status"] == "ok" and r["batch_id"] == "b0" and r["t_total_s"] > 0 for r in out["rows"])

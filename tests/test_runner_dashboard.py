@@ -101,8 +101,8 @@ def test_sweep_with_the_dashboard_off_prints_no_link(tmp_path):
     from matchbench.runner.plan import build_plan
 
     cfg = {
-        "algorithm": {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"},
-        "dataset": {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 5, "seed": 1},
+        "algorithm": {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"},
+        "dataset": {"_target_": "matchbench.families.mcm.datasets.erdos_renyi", "scale": 5, "seed": 1},
         "gpu": {"repetitions": 1, "warmup": 0},
         "cluster": {"kind": "local_cpu", "n_workers": 1, "dashboard_address": None},
         "run": {"results_dir": str(tmp_path), "task_timeout_s": 60, "verify": True},

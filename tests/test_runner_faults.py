@@ -34,7 +34,7 @@ from matchbench.runner.plan import build_plan
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
-ER = {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 6, "avg_degree": 3.0, "seed": 3}
+ER = {"_target_": "matchbench.families.mcm.datasets.erdos_renyi", "scale": 6, "avg_degree": 3.0, "seed": 3}
 
 
 @pytest.fixture
@@ -137,7 +137,7 @@ class FakeGPUSolver:
         return self.need
 
     def skip(self, instance):
-        from matchbench.solvers.gpu.common import device_memory_skip
+        from matchbench.gpu.common import device_memory_skip
 
         self.events.append(("skip", self.tag))
         return device_memory_skip(lambda: self.estimate_bytes(instance))
@@ -152,7 +152,7 @@ class FakeGPUSolver:
         import numpy as np
         from scipy.sparse.csgraph import maximum_bipartite_matching
 
-        from matchbench.problems.bipartite import Matching
+        from matchbench.graphs.bipartite import Matching
 
         rep, self.calls = self.calls, self.calls + 1
         if rep == self.oom_at:
@@ -179,7 +179,7 @@ def _gpu_task(tmp_path, monkeypatch, events, failed, **solver) -> dict:
     arguments included), to run with ``execute_task`` under ``fake_gpu``."""
     from matchbench.runner import task as task_module
 
-    task = _task(tmp_path, {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"}, isolate=False)
+    task = _task(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}, isolate=False)
     task = dict(task, device="gpu", kernel_families=[], algorithm="fake_gpu",
                 algorithm_cfg={"_fake": solver})
     real = task_module.new_solver
@@ -244,7 +244,7 @@ def test_stuck_task_is_a_timeout_row_its_process_killed_and_the_sweep_goes_on(tm
     ``run.task_timeout_s`` and written as ``timeout``; the worker goes on with the others."""
     stuck = _cfg(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": "sleep", "at": 0, "seconds": 600},
                  task_timeout_s=4)
-    good = [_cfg(tmp_path, {"_target_": f"matchbench.solvers.cpu.mcm_numba.{c}"}, task_timeout_s=4)
+    good = [_cfg(tmp_path, {"_target_": f"matchbench.families.mcm.ref_numba.{c}"}, task_timeout_s=4)
             for c in ("HopcroftKarp", "PothenFanPlus")]
     plans = [build_plan(c, job_index=i) for i, c in enumerate([stuck, *good])]
     t0 = time.monotonic()
@@ -263,7 +263,7 @@ def test_stuck_task_is_a_timeout_row_its_process_killed_and_the_sweep_goes_on(tm
 
 def test_device_memory_skip_weighs_the_estimate_against_the_free_memory(monkeypatch):
     cupy = _cupy()
-    from matchbench.solvers.gpu.common import device_memory_skip
+    from matchbench.gpu.common import device_memory_skip
 
     monkeypatch.setattr(cupy.cuda.runtime, "memGetInfo", lambda: (1000, 4000))
     assert device_memory_skip(lambda: 999) == (False, None)
@@ -334,7 +334,7 @@ def test_instance_is_made_once_per_worker_and_reused_by_every_algorithm(tmp_path
     worker's task process, and each algorithm's rows carry the same instance."""
     log = tmp_path / "made.log"
     dataset = {"_target_": "_fault_helpers.counted_er", "scale": 6, "seed": 2, "log": str(log)}
-    plans = [build_plan(_cfg(tmp_path, {"_target_": f"matchbench.solvers.cpu.mcm_numba.{c}"}, dataset),
+    plans = [build_plan(_cfg(tmp_path, {"_target_": f"matchbench.families.mcm.ref_numba.{c}"}, dataset),
                         job_index=i)
              for i, c in enumerate(("HopcroftKarp", "PothenFanPlus", "PushRelabel"))]
     summary = execute(plans, stream=io.StringIO())
@@ -348,7 +348,7 @@ def test_kernel_family_compiles_once_per_process(monkeypatch):
     plugin) and the tasks after it find the module compiled, and ``compile_seconds`` (the
     rows' ``t_compile_s``) does not grow. CuPy's RawModule is faked: no device here."""
     cupy = _cupy()
-    from matchbench.solvers.gpu import kernels
+    from matchbench.gpu import kernels
 
     compiled = []
 

@@ -22,9 +22,9 @@ from matchbench.runner.plan import build_plan
 
 def _plan(tmp_path, **run):
     cfg = {
-        "algorithm": {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp"},
+        "algorithm": {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"},
         "dataset": {"instances": [
-            {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 5, "seed": s}
+            {"_target_": "matchbench.families.mcm.datasets.erdos_renyi", "scale": 5, "seed": s}
             for s in (1, 2, 3)
         ]},
         "gpu": {"repetitions": 2, "warmup": 0},

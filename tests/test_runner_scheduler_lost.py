@@ -111,7 +111,7 @@ def _plans(tmp_path, n: int, seconds: float, **run):
     for i in range(n):
         cfg = {
             "algorithm": {"_target_": "_faulty_solvers.Faulty", "mode": "sleep", "at": -1, "seconds": seconds},
-            "dataset": {"_target_": "matchbench.datasets.generators.erdos_renyi", "scale": 6, "seed": i + 1},
+            "dataset": {"_target_": "matchbench.families.mcm.datasets.erdos_renyi", "scale": 6, "seed": i + 1},
             "gpu": {"repetitions": 1, "warmup": 0},
             "cluster": {"kind": "local_cpu", "n_workers": 1, "dashboard_address": ":0"},
             "run": {"results_dir": str(tmp_path / "runs"), "task_timeout_s": 60, "verify": True,

@@ -14,12 +14,12 @@ from matchbench.runner.execute import (
     submission_order,
 )
 
-KRON = "matchbench.datasets.generators.kronecker"
-RGG = "matchbench.datasets.generators.rgg"
-LAP = "matchbench.datasets.lap.uniform"
-LEMMA31 = "matchbench.datasets.prefs.sm_lemma31"
-MTX = "matchbench.datasets.mtx.load"
-SMOKE = "matchbench.datasets.smoke"
+KRON = "matchbench.families.mcm.datasets.kronecker"
+RGG = "matchbench.families.mcm.datasets.rgg"
+LAP = "matchbench.families.lap.datasets.uniform"
+LEMMA31 = "matchbench.families.smarriage.datasets.sm_lemma31"
+MTX = "matchbench.families.mcm.datasets.mtx_file"
+SMOKE = "matchbench.families.mcm.datasets.smoke"
 
 
 def _spec(target, **params):

@@ -3,7 +3,7 @@
 A dataset config (one file of the Hydra ``dataset`` group, resolved to a plain dict)
 names either one instance, by a ``_target_`` function and its arguments::
 
-    {"_target_": "matchbench.datasets.generators.kronecker", "scale": 16, "seed": 1,
+    {"_target_": "matchbench.families.mcm.datasets.kronecker", "scale": 16, "seed": 1,
      "rcp": False}
 
 or a set of them, as ``instances: [spec, ...]``, or many seeded instances of one
@@ -14,8 +14,8 @@ task each), :func:`load` turns one spec into an instance, and :func:`instance_ke
 a spec by a short stable hash (for result rows and resuming a sweep).
 
 Adding a dataset family takes one function that returns an instance (for the MCM family
-a :class:`~matchbench.problems.bipartite.BipartiteGraph`, for the LAP family a
-:class:`~matchbench.problems.lap.CostMatrix`), decorated with :func:`dataset` to say
+a :class:`~matchbench.graphs.bipartite.BipartiteGraph`, for the LAP family a
+:class:`~matchbench.families.lap.problem.CostMatrix`), decorated with :func:`dataset` to say
 which problem its instances belong to, and one YAML file whose ``_target_`` names it::
 
     @dataset("mcm", disk_cache=True)
@@ -32,9 +32,9 @@ every later run; the instance's class must then have ``save_npz(path)`` and a cl
 ``load_npz(path)``. Bump :data:`CACHE_FORMAT` when a generator's output changes.
 ``MATCHBENCH_NO_DISK_CACHE=1`` turns the disk cache off.
 
-Families here: :mod:`~matchbench.datasets.mtx` (any Matrix Market file),
-:mod:`~matchbench.datasets.suitesparse` (the SuiteSparse Matrix Collection, downloaded
-and cached), :mod:`~matchbench.datasets.generators` (Kronecker, Delaunay, random
+Families here: :mod:`~matchbench.graphs.mtx` (any Matrix Market file),
+:mod:`~matchbench.graphs.suitesparse` (the SuiteSparse Matrix Collection, downloaded
+and cached), :mod:`~matchbench.graphs.generators` (Kronecker, Delaunay, random
 geometric, grid, road-like, Erdos-Renyi) and :func:`smoke` (tiny instances shipped in
 the package).
 """
@@ -52,40 +52,28 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from matchbench.problems.bipartite import BipartiteGraph
+from matchbench.core.errors import DatasetError, DatasetWarning
+from matchbench.core.paths import default_data_dir, resolve_path
 
 __all__ = [
     "CACHE_FORMAT",
     "CACHE_SIZE",
     "DatasetError",
     "DatasetWarning",
-    "SMOKE_DIR",
     "clear_cache",
     "dataset",
     "default_data_dir",
+    "resolve_path",
     "disk_cache_path",
     "expand",
     "instance_key",
     "load",
-    "smoke",
-    "smoke_names",
     "spec_problem",
     "warm_disk_cache",
 ]
 
-
-class DatasetError(ValueError):
-    """A dataset cannot be read, downloaded, generated or used; the message says which and why."""
-
-
-class DatasetWarning(UserWarning):
-    """Something in a dataset was repaired while loading it (merged duplicate entries...)."""
-
-
-SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
 
 #: How many instances :func:`load` keeps per process (an RCP variant counts apart from
 #: its original).
@@ -107,33 +95,6 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 _SET_KEYS = frozenset({"instances", "rcp", "rcp_seed", "name", "description"})
 _MANY_KEYS = frozenset({"many", "count", "seed", "draw", "rcp", "rcp_seed", "name", "description"})
-
-
-def default_data_dir() -> Path:
-    """Where downloaded datasets and generated instances are cached.
-
-    ``$MATCHBENCH_DATA_DIR`` when set, else ``<user cache dir>/matchbench/datasets``
-    (``platformdirs.user_cache_dir``; ``~/.cache/matchbench/datasets`` on Linux).
-    """
-    env = os.environ.get("MATCHBENCH_DATA_DIR")
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("matchbench")) / "datasets"
-
-
-def resolve_path(path: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> Path:
-    """A dataset file's path: ``path`` itself, or, when it is relative and does not exist
-    from the working directory, ``data_dir / path`` if that exists (``data_dir`` defaults
-    to :func:`default_data_dir`). The readers report a missing file under the returned path.
-    """
-    p = Path(path).expanduser()
-    if not p.is_absolute() and not p.exists():
-        alt = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
-        if (alt / p).exists():
-            p = alt / p
-    return p
 
 
 # ---------------------------------------------------------------------------------------
@@ -720,36 +681,3 @@ def warm_disk_cache(
         return f"generated {_label(plain)} into {path}"
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
-
-
-# ---------------------------------------------------------------------------------------
-# The embedded smoke set
-
-
-def smoke_names() -> list[str]:
-    """The names (file stems) of the instances in ``matchbench/datasets/smoke/``."""
-    return sorted(p.name[: -len(".mtx")] for p in SMOKE_DIR.glob("*.mtx"))
-
-
-@dataset("mcm")
-def smoke(name: str | None = None) -> BipartiteGraph:
-    """One of the tiny instances shipped in the package (``smoke/README.md`` lists them).
-
-    Parameters
-    ----------
-    name : str
-        File stem in ``matchbench/datasets/smoke/``; required (the default only turns a
-        config without ``name`` into a message that lists the choices).
-
-    Raises
-    ------
-    DatasetError
-        For a missing or unknown name.
-    """
-    names = smoke_names()
-    if name is None or name not in names:
-        what = "a name is required" if name is None else f"no smoke instance {name!r}"
-        raise DatasetError(f"smoke: {what}; available: {', '.join(names)}")
-    from matchbench.datasets.mtx import read
-
-    return read(SMOKE_DIR / f"{name}.mtx", name=name, family="smoke")

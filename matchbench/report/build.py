@@ -365,7 +365,7 @@ def build_document(
         :func:`matchbench.report.data.choose_baseline`.
     problems : mapping, optional
         ``{problem: {objective, sense, exact}}``; default
-        :func:`matchbench.problems.base.problem_table`.
+        :func:`matchbench.core.problem.problem_table`.
     config : CompareConfig, optional
         The regression rule for the history marks (that of ``matchbench compare``).
     source : str
@@ -375,7 +375,7 @@ def build_document(
     from bokeh.models import Div
 
     if problems is None:
-        from matchbench.problems.base import problem_table
+        from matchbench.core.problem import problem_table
 
         problems = problem_table()
     config = config or CompareConfig.load()

@@ -489,7 +489,7 @@ def compare_frames(
         Thresholds and tolerances; defaults as in ``conf/compare/default.yaml``.
     problems : mapping, optional
         ``{problem: {objective, sense, exact}}``; default
-        :func:`matchbench.problems.base.problem_table`. A problem missing from it is
+        :func:`matchbench.core.problem.problem_table`. A problem missing from it is
         judged as exact with sense "max" (the strict choice; a warning names it).
 
     Returns
@@ -501,7 +501,7 @@ def compare_frames(
     """
     config = config or CompareConfig()
     if problems is None:
-        from matchbench.problems.base import problem_table
+        from matchbench.core.problem import problem_table
 
         problems = problem_table()
     base, new = normalize(base), normalize(new)

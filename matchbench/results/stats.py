@@ -494,7 +494,7 @@ def problem_info(
     counts), and callers show a warning naming the problem.
     """
     if problems is None:
-        from matchbench.problems.base import problem_table
+        from matchbench.core.problem import problem_table
 
         problems = problem_table()
     info = problems.get(problem)

@@ -368,7 +368,7 @@ def _serve(fd: int) -> None:
             return
         try:
             if kind == "precompile":
-                from matchbench.solvers.gpu.kernels import precompile
+                from matchbench.gpu.kernels import precompile
 
                 try:
                     precompile(payload)

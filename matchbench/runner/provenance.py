@@ -125,7 +125,7 @@ def worker_provenance(device: str) -> dict[str, Any]:
     """Host and GPU columns, computed where the task runs."""
     out: dict[str, Any] = {"host": socket.gethostname()}
     if device == "gpu":
-        from matchbench.solvers.gpu.common import device_info
+        from matchbench.gpu.common import device_info
 
         info = device_info()
         out.update({k: info[k] for k in ("gpu_model", "gpu_count", "cuda_driver_version", "cuda_runtime_version")})

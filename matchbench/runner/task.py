@@ -157,8 +157,8 @@ def _prepare(
     """
     from hydra.utils import instantiate
 
+    from matchbench.core.problem import get_problem
     from matchbench.datasets import load
-    from matchbench.problems import get_problem
     from matchbench.runner.provenance import worker_provenance
 
     base = task_base(task)
@@ -227,7 +227,7 @@ def _prepare(
     gpu = task["device"] == "gpu"
     pool = None
     if gpu:
-        from matchbench.solvers.gpu import kernels
+        from matchbench.gpu import kernels
 
         pool = _gpu_pool()
         pool.free_all_blocks()

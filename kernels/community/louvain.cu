@@ -1,0 +1,878 @@
+// Louvain community detection on the GPU (the community family): Naim, Manne, Halappanavar &
+// Tumeo, "Community Detection on the GPU", IPDPS 2017 (paper III of Naim's 2017 thesis),
+// Sec. 4: Alg. 1 (modularity optimization), Alg. 2 (computeMove), Alg. 3 (aggregation), with
+// the thread and memory allocation of Sec. 4.1. The host loop (Alg. 1 lines 3-12, the stages,
+// the thresholds) is matchbench/families/community/louvain_gpu.py; every kernel here is one parallel
+// step of it, and a kernel boundary is each global synchronization the paper's host returns
+// for ("control is only returned to the host for calling new kernels").
+//
+// A level's graph. CSR without self-loops: ptr (int64 offsets, n + 1), ind (int32 vertex ids),
+// w (float64 weights), both directions of every edge; src[p] the row of entry p (for the
+// quality kernel); loop[i] the self-loop weight aggregation gave vertex i, kept apart from the
+// CSR (community module docstring: a loop counts twice in k_i and in e_{i->C(i)}, once in m).
+// Vertex and community ids are int32 (n < 2^31), edge offsets int64 (2|E| may pass 2^31).
+//
+// Eq. 1 and Eq. 2 (Sec. 2), in float64 throughout:
+//   Q = 1/(2m) sum_i e_{i->C(i)} - sum_c a_c^2 / (4 m^2)
+//   dQ_{i->c} = (e_{i->c} - e_{i->C(i)\{i}}) / m + k_i (a_{C(i)\{i}} - a_c) / (2 m^2)
+// k_i includes 2 loop[i]; e_{i->C(i)\{i}} sums i's CSR entries into C(i) (the loop is not in
+// the CSR, so it is excluded, as Eq. 2 needs: it moves with i). The gain is evaluated as
+// (e - e_own) / m + scale * (a_own - a_c), scale = k_i / (2.0 * m * m), a_own = a_{C(i)} - k_i,
+// the expression of the sequential reference (matchbench/families/community/louvain.py, _best_move),
+// written with the _rn intrinsics, which are never contracted into fused multiply-adds
+// (lv_gain): where the sums are exact (integer weights) the GPU and the host model
+// (louvain_gpu_model) compute bit-identical gains and so make identical moves.
+//
+// Move rules (Sec. 4, after Lu et al. 2015): only strictly positive gains; ties to the lowest
+// community id; a vertex that is a community by itself joins another singleton community only
+// if its id is lower (else it stays: the winner is not replaced by the runner-up).
+//
+// Kernels
+//   louvain_setup        Alg. 1 line 2: k_i (a warp per vertex), C = newc = identity, a = k,
+//                        size = 1, the degree bucket and sort key of each vertex, and per level
+//                        the bucket counts, max degree, 2m, sum k^2 and 2 sum loop (block
+//                        reductions, one atomic per block and value).
+//   louvain_rows         src[p] = the row of p (level 0; later levels get it from compaction).
+//   louvain_table_sizes  the hash table size of each vertex of bucket 7 (or community of merge
+//                        bucket 3): the smallest prime above 1.5 deg (Sec. 4).
+//   louvain_move_b1..b7  Alg. 2 for the vertices of one degree bucket (Alg. 1 lines 5-7):
+//                        b1-b4 2^(k+1) threads per vertex, b5 a warp, b6 a block (hash tables in
+//                        shared memory), b7 a block with its table in global memory (Sec. 4.1).
+//   louvain_commit       Alg. 1 lines 8-11 after each bucket: C[i] = newComm[i], and a_c and the
+//                        community sizes updated by the moved vertices' k_i (atomics).
+//   louvain_tally        the relaxed variant's commit (Sec. 5): a_c and sizes of newc from zero.
+//   louvain_quality      Eq. 1's two sums for the iteration's stopping test (Alg. 1 line 12).
+//   louvain_com_sizes    Alg. 3 lines 2-6: comSize and comDegree by atomics.
+//   louvain_com_keys     the aggregation buckets (Sec. 4.1: comDegree in [1,127], [128,479],
+//                        above) as sort keys, and their counts.
+//   louvain_relabel      Alg. 3 lines 17-19 (com[res] = i by atomicAdd on vertexStart) and the
+//                        level's dense labels newID[C[i]] (lines 7-12, the prefix sum is CuPy's).
+//   louvain_merge_warp / _block / _global
+//                        mergeCommunity (Alg. 3 lines 20-23) for the three buckets.
+//   louvain_compact      the edge lists compressed to consecutive slots (Sec. 4, after Alg. 3).
+//
+// Hash tables (Alg. 2). Per vertex, open addressing with double hashing over P slots, P the
+// smallest prime above 1.5 deg (so at most 2/3 full): probe t is (c mod P + t * (1 + c mod
+// (P - 1))) mod P, which visits every slot (P prime, step in [1, P - 1]). keys[] holds a
+// community id or LV_EMPTY; vals[] the running e_{i->c}.
+// Race argument (lv_hash_add): a slot's key changes once, LV_EMPTY -> c, by atomicCAS (line 9,
+// writing C[j]: the text's C[i] is a slip, papers/README.md); a thread that reads or CASes a
+// slot and finds c adds its weight there by atomicAdd (lines 7, 10, 12), otherwise it probes on
+// (line 13). Occupied slots never change, so every thread inserting c walks the same probe
+// sequence past the same occupied slots and stops at the same slot: each community has exactly
+// one slot and no weight is lost. The table is cleared before and read after a barrier of the
+// threads that own it (__syncwarp for groups within a warp, __syncthreads for blocks), which
+// also orders the atomics before the reads. The scan of the table that follows (line 14's argmax
+// over positions) evaluates Eq. 2 once per distinct community with its final e_{i->c}.
+//
+// Buckets are committed one after another (Alg. 1 lines 8-11): during a move kernel C, a and
+// size are read-only (the commit is the next launch), so every vertex of a bucket decides on
+// the same configuration, and the outcome does not depend on thread scheduling; only the order
+// of the floating-point atomicAdds does (exact for integer weights).
+
+#include "common.cuh"
+
+#define LV_BLOCK 128  // four warps per block (Sec. 4.1)
+#define LV_FULL 0xffffffffu
+#define LV_EMPTY (-1)
+#define LV_NONE 0x7fffffff  // "no candidate" in the best-move reductions
+
+// Degree buckets of the modularity optimization (Sec. 4.1): upper degrees of buckets 1-6.
+#define LV_B1 4
+#define LV_B2 8
+#define LV_B3 16
+#define LV_B4 32
+#define LV_B5 84
+#define LV_B6 319
+// Shared-memory slots per vertex: the table size of the bucket's largest degree.
+#define LV_TS1 7
+#define LV_TS2 13
+#define LV_TS3 29
+#define LV_TS4 53
+#define LV_TS5 127
+#define LV_TS6 479
+// Aggregation buckets (comDegree upper bounds) and their shared table sizes.
+#define LV_M1 127
+#define LV_M2 479
+#define LV_MTS1 191
+#define LV_MTS2 719
+
+// Slots of the iteration's stats array (unsigned long long; doubles as their bits).
+#define LV_MOVED 0
+#define LV_INSIDE 1
+#define LV_SPREAD 2
+// Slots of the level setup's stats array: 0-7 the vertex count of each bucket (0: isolated).
+#define LV_MAXDEG 8
+#define LV_TWO_M 9
+#define LV_K2 10
+#define LV_LOOP2 11
+// Slots of the aggregation's stats array: 0-3 the community count of each bucket (0: empty).
+#define LV_MAXCOMDEG 4
+
+// Sort keys: the bucket above bit 40; in the last bucket the complement of the degree below
+// it, so that a stable sort lists those vertices by decreasing degree (Sec. 4.1: "sorted by
+// degree before the vertices are assigned to thread blocks in an interleaved fashion") and
+// the others by id.
+#define LV_KEY_SHIFT 40
+#define LV_KEY_LOW ((1ull << LV_KEY_SHIFT) - 1ull)
+
+// lv_prime_of_deg[d]: the smallest prime above 1.5 d (the hash table size of a vertex of
+// degree d, Sec. 4), d = 0..479; tests/test_louvain_gpu_host.py checks it against the host's.
+__constant__ unsigned short lv_prime_of_deg[480] = {
+    2, 2, 5, 5, 7, 11, 11, 11, 13, 17, 17, 17, 19, 23, 23, 23,
+    29, 29, 29, 29, 31, 37, 37, 37, 37, 41, 41, 41, 43, 47, 47, 47,
+    53, 53, 53, 53, 59, 59, 59, 59, 61, 67, 67, 67, 67, 71, 71, 71,
+    73, 79, 79, 79, 79, 83, 83, 83, 89, 89, 89, 89, 97, 97, 97, 97,
+    97, 101, 101, 101, 103, 107, 107, 107, 109, 113, 113, 113, 127, 127, 127, 127,
+    127, 127, 127, 127, 127, 131, 131, 131, 137, 137, 137, 137, 139, 149, 149, 149,
+    149, 149, 149, 149, 151, 157, 157, 157, 157, 163, 163, 163, 163, 167, 167, 167,
+    173, 173, 173, 173, 179, 179, 179, 179, 181, 191, 191, 191, 191, 191, 191, 191,
+    193, 197, 197, 197, 199, 211, 211, 211, 211, 211, 211, 211, 211, 223, 223, 223,
+    223, 223, 223, 223, 223, 227, 227, 227, 229, 233, 233, 233, 239, 239, 239, 239,
+    241, 251, 251, 251, 251, 251, 251, 251, 257, 257, 257, 257, 263, 263, 263, 263,
+    269, 269, 269, 269, 271, 277, 277, 277, 277, 281, 281, 281, 283, 293, 293, 293,
+    293, 293, 293, 293, 307, 307, 307, 307, 307, 307, 307, 307, 307, 311, 311, 311,
+    313, 317, 317, 317, 331, 331, 331, 331, 331, 331, 331, 331, 331, 337, 337, 337,
+    337, 347, 347, 347, 347, 347, 347, 347, 349, 353, 353, 353, 359, 359, 359, 359,
+    367, 367, 367, 367, 367, 373, 373, 373, 373, 379, 379, 379, 379, 383, 383, 383,
+    389, 389, 389, 389, 397, 397, 397, 397, 397, 401, 401, 401, 409, 409, 409, 409,
+    409, 419, 419, 419, 419, 419, 419, 419, 421, 431, 431, 431, 431, 431, 431, 431,
+    433, 439, 439, 439, 439, 443, 443, 443, 449, 449, 449, 449, 457, 457, 457, 457,
+    457, 461, 461, 461, 463, 467, 467, 467, 479, 479, 479, 479, 479, 479, 479, 479,
+    487, 487, 487, 487, 487, 491, 491, 491, 499, 499, 499, 499, 499, 503, 503, 503,
+    509, 509, 509, 509, 521, 521, 521, 521, 521, 521, 521, 521, 523, 541, 541, 541,
+    541, 541, 541, 541, 541, 541, 541, 541, 541, 547, 547, 547, 547, 557, 557, 557,
+    557, 557, 557, 557, 563, 563, 563, 563, 569, 569, 569, 569, 571, 577, 577, 577,
+    577, 587, 587, 587, 587, 587, 587, 587, 593, 593, 593, 593, 599, 599, 599, 599,
+    601, 607, 607, 607, 607, 613, 613, 613, 613, 617, 617, 617, 619, 631, 631, 631,
+    631, 631, 631, 631, 631, 641, 641, 641, 641, 641, 641, 641, 643, 647, 647, 647,
+    653, 653, 653, 653, 659, 659, 659, 659, 661, 673, 673, 673, 673, 673, 673, 673,
+    673, 677, 677, 677, 683, 683, 683, 683, 691, 691, 691, 691, 691, 701, 701, 701,
+    701, 701, 701, 701, 709, 709, 709, 709, 709, 719, 719, 719, 719, 719, 719, 719,
+};
+
+// ---- helpers ------------------------------------------------------------------------------
+
+__device__ __forceinline__ int lv_move_bucket(long long d) {
+  if (d <= 0) return 0;
+  if (d <= LV_B1) return 1;
+  if (d <= LV_B2) return 2;
+  if (d <= LV_B3) return 3;
+  if (d <= LV_B4) return 4;
+  if (d <= LV_B5) return 5;
+  if (d <= LV_B6) return 6;
+  return 7;
+}
+
+__device__ __forceinline__ bool lv_is_prime(unsigned long long x) {
+  if (x < 2) return false;
+  if (x < 4) return true;
+  if ((x & 1ull) == 0) return false;
+  for (unsigned long long f = 3; f * f <= x; f += 2)
+    if (x % f == 0) return false;
+  return true;
+}
+
+// The smallest prime above 1.5 d: floor(3d / 2) + 1 is the smallest integer above 1.5 d.
+__device__ __forceinline__ unsigned long long lv_table_size(long long d) {
+  if (d < 480) return lv_prime_of_deg[d < 0 ? 0 : d];
+  unsigned long long x = (unsigned long long)(3 * d) / 2ull + 1ull;
+  while (!lv_is_prime(x)) ++x;
+  return x;
+}
+
+// Alg. 2 lines 3-13 for one edge: add weight wt to community c's slot of the table (keys,
+// vals) of P slots, claiming the slot by CAS if c is new. Race argument in the file header.
+// S is the slot index type: 32 bits for shared tables, 64 for global ones.
+template <typename S>
+__device__ __forceinline__ void lv_hash_add(int* keys, double* vals, S P, int c, double wt) {
+  S pos = (S)((unsigned long long)(unsigned)c % (unsigned long long)P);                 // line 5
+  const S step = (S)1 + (S)((unsigned long long)(unsigned)c % (unsigned long long)(P - 1));
+  for (;;) {
+    int cur = *((volatile int*)(keys + pos));
+    if (cur == LV_EMPTY) {                                  // line 8
+      cur = atomicCAS(keys + pos, LV_EMPTY, c);            // line 9 (C[j], not C[i])
+      if (cur == LV_EMPTY) cur = c;                         // claimed
+    }
+    if (cur == c) {                                         // lines 6, 10, 11
+      atomicAdd(vals + pos, wt);                            // lines 7, 10, 12
+      return;
+    }
+    pos += step;                                            // line 13: probe on
+    if (pos >= P) pos -= P;
+  }
+}
+
+// Butterfly reductions over aligned groups of G lanes (G a power of two <= 32): every lane of
+// the group ends with the group's result, computed in the same order on every run.
+template <int G>
+__device__ __forceinline__ double lv_group_sum(double x) {
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) x += __shfl_xor_sync(LV_FULL, x, o);
+  return x;
+}
+
+// The better of two candidates: the larger gain, ties to the lower community id.
+__device__ __forceinline__ void lv_better(double& g, int& c, double og, int oc) {
+  if (og > g || (og == g && oc < c)) {
+    g = og;
+    c = oc;
+  }
+}
+
+template <int G>
+__device__ __forceinline__ void lv_group_best(double& g, int& c) {
+#pragma unroll
+  for (int o = G / 2; o > 0; o >>= 1) {
+    const double og = __shfl_xor_sync(LV_FULL, g, o);
+    const int oc = __shfl_xor_sync(LV_FULL, c, o);
+    lv_better(g, c, og, oc);
+  }
+}
+
+// Inclusive scan over the warp; *total gets the warp's sum.
+__device__ __forceinline__ long long lv_warp_scan(long long x, long long* total) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const long long y = __shfl_up_sync(LV_FULL, x, o);
+    if (lane >= o) x += y;
+  }
+  *total = __shfl_sync(LV_FULL, x, 31);
+  return x;
+}
+
+// Block-wide (LV_BLOCK threads) versions; every thread of the block must call them. Each
+// ends with a barrier, so its shared scratch may be reused at once.
+__device__ __forceinline__ double lv_block_sum(double x) {
+  __shared__ double s[LV_BLOCK / 32];
+  x = lv_group_sum<32>(x);
+  if ((threadIdx.x & 31) == 0) s[threadIdx.x >> 5] = x;
+  __syncthreads();
+  double t = s[0];
+#pragma unroll
+  for (int i = 1; i < LV_BLOCK / 32; ++i) t += s[i];
+  __syncthreads();
+  return t;
+}
+
+__device__ __forceinline__ void lv_block_best(double& g, int& c) {
+  __shared__ double sg[LV_BLOCK / 32];
+  __shared__ int sc[LV_BLOCK / 32];
+  lv_group_best<32>(g, c);
+  if ((threadIdx.x & 31) == 0) {
+    sg[threadIdx.x >> 5] = g;
+    sc[threadIdx.x >> 5] = c;
+  }
+  __syncthreads();
+  g = sg[0];
+  c = sc[0];
+#pragma unroll
+  for (int i = 1; i < LV_BLOCK / 32; ++i) lv_better(g, c, sg[i], sc[i]);
+  __syncthreads();
+}
+
+__device__ __forceinline__ long long lv_block_scan(long long x, long long* total) {
+  __shared__ long long s[LV_BLOCK / 32];
+  long long wt;
+  x = lv_warp_scan(x, &wt);
+  const int wid = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 31) s[wid] = wt;
+  __syncthreads();
+  long long off = 0, t = 0;
+#pragma unroll
+  for (int i = 0; i < LV_BLOCK / 32; ++i) {
+    if (i < wid) off += s[i];
+    t += s[i];
+  }
+  __syncthreads();
+  *total = t;
+  return x + off;
+}
+
+__device__ __forceinline__ unsigned long long lv_block_sum_u64(unsigned long long x) {
+  __shared__ unsigned long long s[LV_BLOCK / 32];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(LV_FULL, x, o);
+  if ((threadIdx.x & 31) == 0) s[threadIdx.x >> 5] = x;
+  __syncthreads();
+  unsigned long long t = 0;
+#pragma unroll
+  for (int i = 0; i < LV_BLOCK / 32; ++i) t += s[i];
+  __syncthreads();
+  return t;
+}
+
+// A group of G threads (a warp, or the whole block of LV_BLOCK): barrier, sum, scan.
+template <int G>
+__device__ __forceinline__ void lv_gsync() {
+  if constexpr (G == 32) __syncwarp(); else __syncthreads();
+}
+template <int G>
+__device__ __forceinline__ double lv_gsum(double x) {
+  if constexpr (G == 32) return lv_group_sum<32>(x); else return lv_block_sum(x);
+}
+template <int G>
+__device__ __forceinline__ long long lv_gscan(long long x, long long* total) {
+  if constexpr (G == 32) return lv_warp_scan(x, total); else return lv_block_scan(x, total);
+}
+
+// Eq. 2 for a candidate with e = e_{i->c} and a_c, given e_own = e_{i->C(i)\{i}}, a_own and
+// scale = k_i / (2 m^2): (e - e_own) / m + scale * (a_own - a_c), rounded step by step as the
+// host computes it (no FMA contraction).
+__device__ __forceinline__ double lv_gain(double e, double e_own, double m, double scale,
+                                          double a_own, double a_c) {
+  return __dadd_rn(__ddiv_rn(__dsub_rn(e, e_own), m), __dmul_rn(scale, __dsub_rn(a_own, a_c)));
+}
+__device__ __forceinline__ double lv_scale(double ki, double m) {
+  return __ddiv_rn(ki, __dmul_rn(__dmul_rn(2.0, m), m));
+}
+
+__device__ __forceinline__ double* lv_dslot(unsigned long long* stats, int slot) {
+  return reinterpret_cast<double*>(stats + slot);
+}
+
+// Grid-stride loops over a level's items in kernels launched with LV_BLOCK threads.
+#define LV_FOR(i, n)                                                                    \
+  for (long long i = (long long)blockIdx.x * LV_BLOCK + threadIdx.x; i < (long long)(n); \
+       i += (long long)LV_BLOCK * gridDim.x)
+
+// ---- Alg. 1 line 2: the level's setup ------------------------------------------------------
+
+// A warp per vertex: k_i = sum of its weights + 2 loop[i] (Sec. 2: self-loops count in k_i);
+// C = newc = identity (every vertex a community by itself), a = k, size = 1; key[i] its
+// bucket's sort key. stats (zeroed by the host): bucket counts, max degree, 2m = sum k,
+// sum k^2 (the singletons' Eq. 1 spread), 2 sum loop (their inside term).
+extern "C" __global__ void louvain_setup(long long n, const long long* __restrict__ ptr,
+                                         const double* __restrict__ w,
+                                         const double* __restrict__ loop, double* k, int* C,
+                                         int* newc, double* a, int* size,
+                                         unsigned long long* key, unsigned long long* stats) {
+  __shared__ unsigned long long s_cnt[8];
+  __shared__ unsigned long long s_max;
+  __shared__ double s_sum[3];
+  if (threadIdx.x < 8) s_cnt[threadIdx.x] = 0;
+  if (threadIdx.x == 0) s_max = 0;
+  if (threadIdx.x < 3) s_sum[threadIdx.x] = 0.0;
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  const long long warps = (long long)gridDim.x * (LV_BLOCK / 32);
+  double two_m = 0.0, k2 = 0.0, loop2 = 0.0;
+  for (long long v = (long long)blockIdx.x * (LV_BLOCK / 32) + (threadIdx.x >> 5); v < n;
+       v += warps) {
+    const long long beg = ptr[v], end = ptr[v + 1];
+    double s = 0.0;
+    for (long long p = beg + lane; p < end; p += 32) s += w[p];
+    s = lv_group_sum<32>(s);
+    if (lane == 0) {
+      const double lp = 2.0 * loop[v];
+      const double kv = s + lp;
+      k[v] = kv;
+      a[v] = kv;
+      C[v] = (int)v;
+      newc[v] = (int)v;
+      size[v] = 1;
+      const long long deg = end - beg;
+      const int b = lv_move_bucket(deg);
+      const unsigned long long low =
+          b == 7 ? LV_KEY_LOW - (unsigned long long)min(deg, (long long)LV_KEY_LOW) : 0ull;
+      key[v] = ((unsigned long long)b << LV_KEY_SHIFT) | low;
+      atomicAdd(&s_cnt[b], 1ull);
+      atomicMax(&s_max, (unsigned long long)deg);
+      two_m += kv;
+      k2 += kv * kv;
+      loop2 += lp;
+    }
+  }
+  if (lane == 0) {
+    atomicAdd(&s_sum[0], two_m);
+    atomicAdd(&s_sum[1], k2);
+    atomicAdd(&s_sum[2], loop2);
+  }
+  __syncthreads();
+  if (threadIdx.x < 8 && s_cnt[threadIdx.x]) atomicAdd(stats + threadIdx.x, s_cnt[threadIdx.x]);
+  if (threadIdx.x == 0) {
+    atomicMax(stats + LV_MAXDEG, s_max);
+    atomicAdd(lv_dslot(stats, LV_TWO_M), s_sum[0]);
+    atomicAdd(lv_dslot(stats, LV_K2), s_sum[1]);
+    atomicAdd(lv_dslot(stats, LV_LOOP2), s_sum[2]);
+  }
+}
+
+// src[p] = i for every entry p of row i (a warp per row).
+extern "C" __global__ void louvain_rows(long long n, const long long* __restrict__ ptr,
+                                        int* src) {
+  const int lane = threadIdx.x & 31;
+  const long long warps = (long long)gridDim.x * (LV_BLOCK / 32);
+  for (long long v = (long long)blockIdx.x * (LV_BLOCK / 32) + (threadIdx.x >> 5); v < n;
+       v += warps)
+    for (long long p = ptr[v] + lane; p < ptr[v + 1]; p += 32) src[p] = (int)v;
+}
+
+// out[t] = the table size of item order[start + t], t < count: the smallest prime above 1.5
+// times its degree (ptr's row length) or, with use_bound, above 1.5 min(bound[item], cap).
+extern "C" __global__ void louvain_table_sizes(const int* __restrict__ order, long long start,
+                                               long long count,
+                                               const long long* __restrict__ ptr,
+                                               const long long* __restrict__ bound,
+                                               int use_bound, long long cap, long long* out) {
+  LV_FOR(t, count) {
+    const int item = order[start + t];
+    const long long d = use_bound ? min(bound[item], cap) : ptr[item + 1] - ptr[item];
+    out[t] = (long long)lv_table_size(d);
+  }
+}
+
+// ---- Alg. 2: computeMove -----------------------------------------------------------------
+
+// Buckets 1-5: groups of G lanes of one warp per vertex, each lane hashing up to EPT of its
+// edges (b1-b4: G = 2^(k+1) >= deg, one edge; b5: a warp, one to three edges, interleaved),
+// tables of TS slots in shared memory (Sec. 4.1). Alg. 2 lines 2-13 hash the neighbours'
+// communities other than C(i) (those sum to e_{i->C(i)\{i}} in registers); after the warp
+// barrier, line 14: each lane evaluates Eq. 2 on its share of the slots, a butterfly picks
+// the best (ties to the lower id); lines 15-18 with the singleton rule write newc[i].
+template <int G, int EPT, int TS>
+__device__ __forceinline__ void lv_move_groups(
+    const int* __restrict__ order, long long start, long long count,
+    const long long* __restrict__ ptr, const int* __restrict__ ind,
+    const double* __restrict__ w, const int* __restrict__ C, const double* __restrict__ a,
+    const int* __restrict__ size, const double* __restrict__ k, double m,
+    int* __restrict__ newc) {
+  constexpr int V = LV_BLOCK / G;
+  __shared__ int s_keys[V * TS];
+  __shared__ double s_vals[V * TS];
+  const int g = threadIdx.x / G;
+  const int t = threadIdx.x % G;
+  const long long idx = (long long)blockIdx.x * V + g;
+  const bool active = idx < count;
+  int* keys = s_keys + g * TS;
+  double* vals = s_vals + g * TS;
+  int v = 0, ci = 0;
+  long long beg = 0, end = 0;
+  unsigned P = 0;
+  if (active) {
+    v = order[start + idx];
+    beg = ptr[v];
+    end = ptr[v + 1];
+    ci = C[v];
+    P = lv_prime_of_deg[end - beg];
+  }
+  for (unsigned s = t; s < P; s += G) {
+    keys[s] = LV_EMPTY;
+    vals[s] = 0.0;
+  }
+  __syncwarp();
+  double e_own = 0.0;
+#pragma unroll
+  for (int r = 0; r < EPT; ++r) {  // line 2: the neighbours in parallel
+    const long long p = beg + t + (long long)r * G;
+    if (p < end) {
+      const int cj = C[ind[p]];
+      const double wt = w[p];
+      if (cj == ci)
+        e_own += wt;
+      else
+        lv_hash_add<unsigned>(keys, vals, P, cj, wt);
+    }
+  }
+  __syncwarp();
+  e_own = lv_group_sum<G>(e_own);
+  double bg = 0.0;
+  int bc = LV_NONE;
+  if (active) {
+    const double ki = k[v];
+    const double a_own = __dsub_rn(a[ci], ki);
+    const double scale = lv_scale(ki, m);
+    for (unsigned s = t; s < P; s += G) {  // line 14: argmax over the positions
+      const int c = keys[s];
+      if (c != LV_EMPTY) {
+        const double gain = lv_gain(vals[s], e_own, m, scale, a_own, a[c]);  // Eq. 2
+        if (gain > 0.0) lv_better(bg, bc, gain, c);
+      }
+    }
+  }
+  lv_group_best<G>(bg, bc);
+  if (active && t == 0) {  // lines 15-18
+    int nc = ci;
+    if (bc != LV_NONE && !(size[ci] == 1 && size[bc] == 1 && bc > ci)) nc = bc;
+    newc[v] = nc;
+  }
+}
+
+// Buckets 6 and 7: a block per vertex (bucket 7: block b takes the vertices b, b + gridDim.x,
+// ... of the degree-sorted list, reusing its global table region keys/vals; bucket 6: one
+// vertex per block, the table in shared memory). GLOBAL: the table is read through L2
+// (volatile keys, __ldcg values), where its atomics are performed.
+template <bool GLOBAL>
+__device__ __forceinline__ void lv_move_block(
+    const int* __restrict__ order, long long start, long long count,
+    const long long* __restrict__ ptr, const int* __restrict__ ind,
+    const double* __restrict__ w, const int* __restrict__ C, const double* __restrict__ a,
+    const int* __restrict__ size, const double* __restrict__ k, double m,
+    int* __restrict__ newc, int* keys, double* vals, const long long* __restrict__ tsize) {
+  for (long long idx = blockIdx.x; idx < count; idx += gridDim.x) {
+    const int v = order[start + idx];
+    const long long beg = ptr[v], end = ptr[v + 1];
+    const int ci = C[v];
+    const unsigned long long P =
+        GLOBAL ? (unsigned long long)tsize[idx] : (unsigned long long)lv_prime_of_deg[end - beg];
+    for (unsigned long long s = threadIdx.x; s < P; s += LV_BLOCK) {
+      keys[s] = LV_EMPTY;
+      vals[s] = 0.0;
+    }
+    __syncthreads();
+    double e_own = 0.0;
+    for (long long p = beg + threadIdx.x; p < end; p += LV_BLOCK) {
+      const int cj = C[ind[p]];
+      const double wt = w[p];
+      if (cj == ci)
+        e_own += wt;
+      else
+        lv_hash_add<unsigned long long>(keys, vals, P, cj, wt);
+    }
+    __syncthreads();
+    e_own = lv_block_sum(e_own);
+    const double ki = k[v];
+    const double a_own = __dsub_rn(a[ci], ki);
+    const double scale = lv_scale(ki, m);
+    double bg = 0.0;
+    int bc = LV_NONE;
+    for (unsigned long long s = threadIdx.x; s < P; s += LV_BLOCK) {
+      const int c = GLOBAL ? *((volatile int*)(keys + s)) : keys[s];
+      if (c != LV_EMPTY) {
+        const double e = GLOBAL ? __ldcg(vals + s) : vals[s];
+        const double gain = lv_gain(e, e_own, m, scale, a_own, a[c]);  // Eq. 2
+        if (gain > 0.0) lv_better(bg, bc, gain, c);
+      }
+    }
+    lv_block_best(bg, bc);  // ends with a barrier: the table may be cleared again
+    if (threadIdx.x == 0) {
+      int nc = ci;
+      if (bc != LV_NONE && !(size[ci] == 1 && size[bc] == 1 && bc > ci)) nc = bc;
+      newc[v] = nc;
+    }
+  }
+}
+
+#define LV_MOVE_ARGS                                                                        \
+  const int *__restrict__ order, long long start, long long count,                          \
+      const long long *__restrict__ ptr, const int *__restrict__ ind,                       \
+      const double *__restrict__ w, const int *__restrict__ C, const double *__restrict__ a, \
+      const int *__restrict__ size, const double *__restrict__ k, double m,                 \
+      int *__restrict__ newc
+#define LV_MOVE_PASS order, start, count, ptr, ind, w, C, a, size, k, m, newc
+
+extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_move_b1(LV_MOVE_ARGS) {
+  lv_move_groups<4, 1, LV_TS1>(LV_MOVE_PASS);
+}
+extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_move_b2(LV_MOVE_ARGS) {
+  lv_move_groups<8, 1, LV_TS2>(LV_MOVE_PASS);
+}
+extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_move_b3(LV_MOVE_ARGS) {
+  lv_move_groups<16, 1, LV_TS3>(LV_MOVE_PASS);
+}
+extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_move_b4(LV_MOVE_ARGS) {
+  lv_move_groups<32, 1, LV_TS4>(LV_MOVE_PASS);
+}
+extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_move_b5(LV_MOVE_ARGS) {
+  lv_move_groups<32, (LV_B5 + 31) / 32, LV_TS5>(LV_MOVE_PASS);
+}
+extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_move_b6(LV_MOVE_ARGS) {
+  __shared__ int s_keys[LV_TS6];
+  __shared__ double s_vals[LV_TS6];
+  lv_move_block<false>(LV_MOVE_PASS, s_keys, s_vals, nullptr);
+}
+// keys/vals: gridDim.x regions of `cap` slots; tsize[t]: the table size of the t-th vertex.
+extern "C" __global__ void __launch_bounds__(LV_BLOCK)
+    louvain_move_b7(LV_MOVE_ARGS, int* gkeys, double* gvals, long long cap,
+                    const long long* __restrict__ tsize) {
+  lv_move_block<true>(LV_MOVE_PASS, gkeys + (long long)blockIdx.x * cap,
+                      gvals + (long long)blockIdx.x * cap, tsize);
+}
+
+// ---- Alg. 1 lines 8-11: commit -------------------------------------------------------------
+
+// After one bucket: C[i] = newc[i] for its vertices, and the communities' a_c and sizes follow
+// the moved vertices (atomicAdd of -k_i and +k_i: the a_c of line 11 without an O(n) pass per
+// bucket). Only vertex i writes C[i]; no move kernel runs concurrently (the next one is a later
+// launch). stats[LV_MOVED] counts the moves.
+extern "C" __global__ void louvain_commit(const int* __restrict__ order, long long start,
+                                          long long count, const int* __restrict__ newc,
+                                          const double* __restrict__ k, int* C, double* a,
+                                          int* size, unsigned long long* stats) {
+  unsigned long long moved = 0;
+  LV_FOR(t, count) {
+    const int v = order[start + t];
+    const int nc = newc[v], oc = C[v];
+    if (nc != oc) {
+      C[v] = nc;
+      atomicAdd(a + oc, -k[v]);
+      atomicAdd(a + nc, k[v]);
+      atomicSub(size + oc, 1);
+      atomicAdd(size + nc, 1);
+      ++moved;
+    }
+  }
+  moved = lv_block_sum_u64(moved);
+  if (threadIdx.x == 0 && moved) atomicAdd(stats + LV_MOVED, moved);
+}
+
+// The relaxed variant (Sec. 5): every move of the iteration computed from its starting C, all
+// committed at its end. a2 and size2 (zeroed by the host) become newc's a_c and sizes, from
+// scratch; stats[LV_MOVED] counts the vertices whose community changes.
+extern "C" __global__ void louvain_tally(long long n, const int* __restrict__ C,
+                                         const int* __restrict__ newc,
+                                         const double* __restrict__ k, double* a2, int* size2,
+                                         unsigned long long* stats) {
+  unsigned long long moved = 0;
+  LV_FOR(v, n) {
+    const int c = newc[v];
+    atomicAdd(a2 + c, k[v]);
+    atomicAdd(size2 + c, 1);
+    moved += (c != C[v]);
+  }
+  moved = lv_block_sum_u64(moved);
+  if (threadIdx.x == 0 && moved) atomicAdd(stats + LV_MOVED, moved);
+}
+
+// Eq. 1's sums for the stopping test of Alg. 1 line 12: stats[LV_INSIDE] += the weight of the
+// CSR entries inside a community (the loops' 2 sum loop is added by the host),
+// stats[LV_SPREAD] += sum_c a_c^2. Block reductions, one atomic per block and sum.
+extern "C" __global__ void louvain_quality(long long nnz, const int* __restrict__ src,
+                                           const int* __restrict__ ind,
+                                           const double* __restrict__ w,
+                                           const int* __restrict__ C, long long n,
+                                           const double* __restrict__ a,
+                                           unsigned long long* stats) {
+  double inside = 0.0, spread = 0.0;
+  LV_FOR(p, nnz) {
+    if (C[src[p]] == C[ind[p]]) inside += w[p];
+  }
+  LV_FOR(c, n) {
+    const double x = a[c];
+    spread += x * x;
+  }
+  inside = lv_block_sum(inside);
+  spread = lv_block_sum(spread);
+  if (threadIdx.x == 0) {
+    atomicAdd(lv_dslot(stats, LV_INSIDE), inside);
+    atomicAdd(lv_dslot(stats, LV_SPREAD), spread);
+  }
+}
+
+// ---- Alg. 3: aggregation -------------------------------------------------------------------
+
+// Lines 2-6 (comSize and comDegree zeroed by the host).
+extern "C" __global__ void louvain_com_sizes(long long n, const int* __restrict__ C,
+                                             const long long* __restrict__ ptr, int* comSize,
+                                             long long* comDegree) {
+  LV_FOR(v, n) {
+    const int c = C[v];
+    atomicAdd(comSize + c, 1);
+    atomicAdd((unsigned long long*)(comDegree + c), (unsigned long long)(ptr[v + 1] - ptr[v]));
+  }
+}
+
+// The aggregation buckets of Sec. 4.1 as sort keys: 0 empty, 1 comDegree <= 127 (a warp), 2
+// up to 479 (a block, shared table), 3 above (a block, global table; by decreasing comDegree,
+// as bucket 7 of the moves). stats[0..3] the counts, stats[LV_MAXCOMDEG] the largest
+// comDegree.
+extern "C" __global__ void louvain_com_keys(long long n, const int* __restrict__ comSize,
+                                            const long long* __restrict__ comDegree,
+                                            unsigned long long* key,
+                                            unsigned long long* stats) {
+  __shared__ unsigned long long s_cnt[4];
+  __shared__ unsigned long long s_max;
+  if (threadIdx.x < 4) s_cnt[threadIdx.x] = 0;
+  if (threadIdx.x == 0) s_max = 0;
+  __syncthreads();
+  LV_FOR(c, n) {
+    const long long d = comDegree[c];
+    const int b = comSize[c] == 0 ? 0 : d <= LV_M1 ? 1 : d <= LV_M2 ? 2 : 3;
+    const unsigned long long low =
+        b == 3 ? LV_KEY_LOW - (unsigned long long)min(d, (long long)LV_KEY_LOW) : 0ull;
+    key[c] = ((unsigned long long)b << LV_KEY_SHIFT) | low;
+    atomicAdd(&s_cnt[b], 1ull);
+    if (b) atomicMax(&s_max, (unsigned long long)d);
+  }
+  __syncthreads();
+  if (threadIdx.x < 4 && s_cnt[threadIdx.x]) atomicAdd(stats + threadIdx.x, s_cnt[threadIdx.x]);
+  if (threadIdx.x == 0) atomicMax(stats + LV_MAXCOMDEG, s_max);
+}
+
+// Lines 17-19: members[atomicAdd(&cursor[C[i]], 1)] = i (cursor starts as vertexStart, the
+// exclusive prefix sum of comSize, line 16), so each community's vertices are contiguous;
+// and lab[i] = newID[C[i]] - 1, the dense id of i's community (newID the inclusive prefix sum
+// of comSize > 0, lines 7-12), the level's map in the hierarchy.
+extern "C" __global__ void louvain_relabel(long long n, const int* __restrict__ C,
+                                           const int* __restrict__ newID, int* cursor,
+                                           int* lab, int* members) {
+  LV_FOR(v, n) {
+    const int c = C[v];
+    lab[v] = newID[c] - 1;
+    members[atomicAdd(cursor + c, 1)] = (int)v;
+  }
+}
+
+// mergeCommunity (Alg. 3 line 23; Sec. 4 after Alg. 3) for community c by a group of G threads
+// (a warp, or the block): the neighbours of all its members hashed into one table keyed by
+// their new vertex id lab[j] (lv_hash_add, as computeMove), the entries inside c summed apart
+// (each inside edge is seen from both ends: half their sum, plus the members' loops, is the new
+// vertex's self-loop). The members are taken G at a time and their edges dealt to the G threads
+// as one range (a prefix sum of the G degrees, then a binary search per edge): all threads work
+// on every member's edges, as in the paper, and members of degree 1 do not leave G - 1 threads
+// idle. Then the table's occupied slots are compacted into the new edge list, at edgePos[c]
+// (the exclusive prefix sum of comDegree, Alg. 3 line 14: at least the row's length), by a
+// prefix sum of each thread's count over its share of the slots.
+template <int G, bool GLOBAL>
+__device__ __forceinline__ void lv_merge_one(
+    int c, int* keys, double* vals, unsigned long long P, long long* s_beg, long long* s_pre,
+    const int* __restrict__ vstart, const int* __restrict__ comSize,
+    const int* __restrict__ members, const long long* __restrict__ ptr,
+    const int* __restrict__ ind, const double* __restrict__ w, const double* __restrict__ loop,
+    const int* __restrict__ lab, const int* __restrict__ newID,
+    const long long* __restrict__ edgePos, int* tind, double* tw, long long* rowlen,
+    long long* tpos, double* nloop) {
+  const int t = G == 32 ? (threadIdx.x & 31) : threadIdx.x;
+  const int d = newID[c] - 1;
+  for (unsigned long long s = t; s < P; s += G) {
+    keys[s] = LV_EMPTY;
+    vals[s] = 0.0;
+  }
+  lv_gsync<G>();
+  const long long m0 = vstart[c], msz = comSize[c];
+  double inside = 0.0, loops = 0.0;
+  for (long long base = 0; base < msz; base += G) {
+    long long b = 0, deg = 0;
+    if (base + t < msz) {
+      const int x = members[m0 + base + t];
+      b = ptr[x];
+      deg = ptr[x + 1] - b;
+      loops += loop[x];
+    }
+    long long total;
+    const long long incl = lv_gscan<G>(deg, &total);
+    s_beg[t] = b;
+    s_pre[t] = incl - deg;
+    lv_gsync<G>();
+    for (long long e = t; e < total; e += G) {
+      int lo = 0, hi = G - 1;  // the last member whose range starts at or before e
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (s_pre[mid] <= e) lo = mid; else hi = mid - 1;
+      }
+      const long long p = s_beg[lo] + (e - s_pre[lo]);
+      const int nb = lab[ind[p]];
+      const double wt = w[p];
+      if (nb == d)
+        inside += wt;
+      else
+        lv_hash_add<unsigned long long>(keys, vals, P, nb, wt);
+    }
+    lv_gsync<G>();  // s_beg/s_pre reused, table complete
+  }
+  long long cnt = 0;
+  for (unsigned long long s = t; s < P; s += G) {
+    const int key = GLOBAL ? *((volatile int*)(keys + s)) : keys[s];
+    cnt += (key != LV_EMPTY);
+  }
+  long long tot;
+  const long long incl = lv_gscan<G>(cnt, &tot);
+  const long long base = edgePos[c];
+  long long o = base + incl - cnt;
+  for (unsigned long long s = t; s < P; s += G) {
+    const int key = GLOBAL ? *((volatile int*)(keys + s)) : keys[s];
+    if (key != LV_EMPTY) {
+      tind[o] = key;
+      tw[o] = GLOBAL ? __ldcg(vals + s) : vals[s];
+      ++o;
+    }
+  }
+  inside = lv_gsum<G>(inside);
+  loops = lv_gsum<G>(loops);
+  if (t == 0) {
+    rowlen[d] = tot;
+    tpos[d] = base;
+    nloop[d] = loops + 0.5 * inside;
+  }
+  lv_gsync<G>();  // the table is reused by the next community
+}
+
+#define LV_MERGE_ARGS                                                                       \
+  const int *__restrict__ corder, long long start, long long count,                         \
+      const int *__restrict__ vstart, const int *__restrict__ comSize,                      \
+      const long long *__restrict__ comDegree, const int *__restrict__ members,             \
+      const long long *__restrict__ ptr, const int *__restrict__ ind,                       \
+      const double *__restrict__ w, const double *__restrict__ loop,                        \
+      const int *__restrict__ lab, const int *__restrict__ newID,                           \
+      const long long *__restrict__ edgePos, int *tind, double *tw, long long *rowlen,      \
+      long long *tpos, double *nloop
+#define LV_MERGE_PASS \
+  vstart, comSize, members, ptr, ind, w, loop, lab, newID, edgePos, tind, tw, rowlen, tpos, nloop
+
+// Bucket 1 (comDegree <= 127): a warp per community, its table in shared memory.
+extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_merge_warp(LV_MERGE_ARGS) {
+  constexpr int W = LV_BLOCK / 32;
+  __shared__ int s_keys[W][LV_MTS1];
+  __shared__ double s_vals[W][LV_MTS1];
+  __shared__ long long s_beg[W][32];
+  __shared__ long long s_pre[W][32];
+  const int wid = threadIdx.x >> 5;
+  const long long idx = (long long)blockIdx.x * W + wid;
+  if (idx >= count) return;  // the whole warp: its barriers are warp barriers
+  const int c = corder[start + idx];
+  lv_merge_one<32, false>(c, s_keys[wid], s_vals[wid], lv_prime_of_deg[comDegree[c]],
+                          s_beg[wid], s_pre[wid], LV_MERGE_PASS);
+}
+
+// Bucket 2 (comDegree in [128, 479]): a block per community, its table in shared memory.
+extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_merge_block(LV_MERGE_ARGS) {
+  __shared__ int s_keys[LV_MTS2];
+  __shared__ double s_vals[LV_MTS2];
+  __shared__ long long s_beg[LV_BLOCK];
+  __shared__ long long s_pre[LV_BLOCK];
+  for (long long idx = blockIdx.x; idx < count; idx += gridDim.x) {
+    const int c = corder[start + idx];
+    lv_merge_one<LV_BLOCK, false>(c, s_keys, s_vals, lv_prime_of_deg[comDegree[c]], s_beg,
+                                  s_pre, LV_MERGE_PASS);
+  }
+}
+
+// Bucket 3 (comDegree above 479): a block per community, its table in global memory (gridDim.x
+// regions of cap slots, reused by the block's communities start + b, b + gridDim.x, ...);
+// tsize[t] the table size of the t-th community (above 1.5 min(comDegree, new vertices - 1)).
+extern "C" __global__ void __launch_bounds__(LV_BLOCK)
+    louvain_merge_global(LV_MERGE_ARGS, int* gkeys, double* gvals, long long cap,
+                         const long long* __restrict__ tsize) {
+  __shared__ long long s_beg[LV_BLOCK];
+  __shared__ long long s_pre[LV_BLOCK];
+  int* keys = gkeys + (long long)blockIdx.x * cap;
+  double* vals = gvals + (long long)blockIdx.x * cap;
+  for (long long idx = blockIdx.x; idx < count; idx += gridDim.x) {
+    const int c = corder[start + idx];
+    lv_merge_one<LV_BLOCK, true>(c, keys, vals, (unsigned long long)tsize[idx], s_beg, s_pre,
+                                 LV_MERGE_PASS);
+  }
+}
+
+// The edge lists compressed (Sec. 4, after Alg. 3): row d's rowlen[d] entries move from
+// tpos[d] to nptr[d] (the exclusive prefix sum of rowlen), and nsrc gets their row. A warp
+// per row.
+extern "C" __global__ void louvain_compact(long long knew, const long long* __restrict__ tpos,
+                                           const long long* __restrict__ rowlen,
+                                           const long long* __restrict__ nptr,
+                                           const int* __restrict__ tind,
+                                           const double* __restrict__ tw, int* nind, double* nw,
+                                           int* nsrc) {
+  const int lane = threadIdx.x & 31;
+  const long long warps = (long long)gridDim.x * (LV_BLOCK / 32);
+  for (long long d = (long long)blockIdx.x * (LV_BLOCK / 32) + (threadIdx.x >> 5); d < knew;
+       d += warps) {
+    const long long from = tpos[d], to = nptr[d], len = rowlen[d];
+    for (long long i = lane; i < len; i += 32) {
+      nind[to + i] = tind[from + i];
+      nw[to + i] = tw[from + i];
+      nsrc[to + i] = (int)d;
+    }
+  }
+}

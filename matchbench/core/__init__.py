@@ -1,0 +1,1 @@
+"""Shared contracts every layer builds on: problems, solvers, parameters, errors, paths."""

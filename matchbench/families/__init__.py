@@ -1,0 +1,1 @@
+"""One package per problem family: data model and certificate, datasets, solvers."""

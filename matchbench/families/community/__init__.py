@@ -1,0 +1,1 @@
+"""The community family: see :mod:`matchbench.families.community.problem`."""

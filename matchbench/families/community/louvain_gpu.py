@@ -1,0 +1,1210 @@
+"""GPU Louvain community detection (``kernels/community/louvain.cu``): ``louvain_gpu``.
+
+Naim, Manne, Halappanavar & Tumeo, *Community Detection on the GPU*, IPDPS 2017 (paper III of
+Naim's 2017 thesis): the stages of the Louvain method, each a modularity optimization (Alg. 1,
+with Alg. 2 per vertex) and an aggregation (Alg. 3), every step on the device. The answer is
+the sequential reference's (:func:`matchbench.families.community.louvain.louvain`): a
+:class:`~matchbench.families.community.problem.Partition` with the level hierarchy and the Q of the
+last kept stage, and the same per-stage counters and ``level{r}_optimize`` /
+``level{r}_aggregate`` seconds; the stage rules and thresholds are the reference's too.
+
+Structure
+---------
+- Pure host pieces, testable without a device: the degree buckets (:func:`move_bucket`,
+  :func:`merge_bucket`), the hash table sizes (:func:`table_size`), the sort keys
+  (:func:`move_keys`, :func:`merge_keys`), the global table blocks (:func:`global_blocks`).
+- :func:`_drive`: the host loop (Alg. 1 lines 3-12 per stage, the stages, the thresholds), over
+  a *backend* that runs the steps: :class:`_DeviceLevels` (CuPy and the kernels) or
+  :class:`_HostModel` (numba), which computes the same bucket-synchronous moves on the host.
+  Where the weights are integers every sum is exact and the two make identical moves, so the
+  model is the GPU tests' reference (:func:`louvain_gpu_model`) and the host tests run the
+  whole method through it.
+
+Per iteration (Alg. 1 lines 4-12) the device runs, for each non-empty degree bucket, one move
+kernel and (``commit="bucket"``) one commit kernel, then one quality kernel (Eq. 1's sums),
+and the host reads one small stats array (moves, inside weight, sum of a_c^2): one sync per
+iteration. A stage adds one sync at its setup (bucket counts, 2m) and two in its aggregation
+(community count, new edge count).
+
+Choices where the text leaves room (same results unless said)
+-------------------------------------------------------------
+- The vertices are sorted into the degree buckets once per stage (degrees do not change
+  within a stage), not partitioned again every iteration (Alg. 1 line 5).
+- Alg. 2 line 14's argmax runs over the table positions after the hashing, on the final
+  sums; e_{i->C(i)\\{i}} is summed in registers instead of hashed. After each bucket a_c and
+  the community sizes are updated by the moved vertices' atomics (line 11's values, without
+  an O(n) pass per bucket); the relaxed commit recounts them from zero.
+- Q (Eq. 1) for the stopping test is recomputed after every iteration by one kernel over the
+  CSR entries (``src``, the row of each entry: 4 bytes per entry).
+- With bucket commits the moves of one bucket are simultaneous, so an iteration can lower Q:
+  it is undone and ends the stage (as the reference undoes a relaxed iteration below the
+  threshold), so Q never drops within a stage. Not in the text.
+- mergeCommunity takes a community's members G at a time and deals their edges to the G
+  threads as one range (all threads on every member's edges, as in the paper, without idling
+  G - 1 threads on members of degree 1); its global tables are sized from min(comDegree,
+  k - 1), k the new vertex count (a bound on the distinct neighbours); the edge lists are
+  compacted once after the three buckets.
+- Floating-point atomics make the last bits of sums depend on scheduling with real weights;
+  with integer weights runs repeat exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import weakref
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numba import njit
+
+from matchbench.core.solver import BaseSolver
+from matchbench.families.community.louvain import (
+    BIN_LIMIT,
+    _best_move,
+    _contract,
+    _renumber,
+    stage_totals,
+)
+from matchbench.families.community.problem import Partition
+
+__all__ = [
+    "BIN_LIMIT",
+    "COMMIT_MODES",
+    "MERGE_BOUNDS",
+    "MERGE_SLOTS",
+    "MOVE_BOUNDS",
+    "MOVE_SLOTS",
+    "MOVE_THREADS",
+    "THRESHOLD_SWEEP",
+    "LouvainGPU",
+    "global_blocks",
+    "is_prime",
+    "louvain_gpu",
+    "louvain_gpu_model",
+    "merge_bucket",
+    "merge_keys",
+    "move_bucket",
+    "move_keys",
+    "table_size",
+]
+
+#: ``commit`` values: after every degree bucket (Alg. 1 lines 8-11), or at the end of each
+#: iteration (paper III, Sec. 5, the "relaxed" approach).
+COMMIT_MODES = ("bucket", "iteration")
+#: Threads per block (Sec. 4.1: four warps).
+BLOCK = 128
+#: Upper degrees of the move buckets 1-6 (Sec. 4.1); bucket 7 is above, bucket 0 isolated.
+MOVE_BOUNDS = (4, 8, 16, 32, 84, 319)
+#: Threads per vertex in buckets 1-7: 2^(k+1) for k = 1..4, a warp, a block, a block.
+MOVE_THREADS = (4, 8, 16, 32, 32, 128, 128)
+#: Shared hash table slots per vertex in buckets 1-6 (the table size of the bucket's
+#: largest degree); bucket 7's tables are in global memory.
+MOVE_SLOTS = (7, 13, 29, 53, 127, 479)
+#: Upper community degrees (sum of the members' degrees) of the aggregation buckets 1-2
+#: (Sec. 4.1); bucket 3 is above.
+MERGE_BOUNDS = (127, 479)
+#: Their shared table slots (a warp's, a block's).
+MERGE_SLOTS = (191, 719)
+#: The threshold grid of paper III, Sec. 5 (Figs. 1-2): ``(t_bin, t_final) = (10^k, 10^l)``,
+#: ``k = -1..-4``, ``l = -3..-7``.
+THRESHOLD_SWEEP = {
+    "t_bin": tuple(10.0**k for k in range(-1, -5, -1)),
+    "t_final": tuple(10.0**k for k in range(-3, -8, -1)),
+}
+#: Bytes the global hash tables of bucket 7 (and aggregation bucket 3) may take at least; more
+#: blocks share the work up to 4 per SM while their tables fit max(this, 4 bytes per entry).
+GLOBAL_TABLE_BYTES = 64 << 20
+#: Bytes per hash table slot: an int32 key and a float64 weight.
+SLOT_BYTES = 12
+#: Sort keys: the bucket above this bit (``kernels/community/louvain.cu``, LV_KEY_SHIFT).
+KEY_SHIFT = 40
+_KEY_LOW = (1 << KEY_SHIFT) - 1
+_INT32_MAX = 2**31 - 1
+
+_STAGE_KEYS = (
+    "level_vertices",
+    "level_edges",
+    "level_threshold",
+    "level_iterations",
+    "level_moves",
+    "level_q",
+    "level_q_start",
+    "level_two_m",
+    "level_buckets",
+    "level_merge_buckets",
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Buckets, primes, keys (host versions of what the kernels compute)
+
+
+def is_prime(x: int) -> bool:
+    """Whether ``x`` is prime (deterministic Miller-Rabin, exact for every 64-bit ``x``)."""
+    x = int(x)
+    if x < 2:
+        return False
+    small = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
+    for p in small:
+        if x % p == 0:
+            return x == p
+    d, s = x - 1, 0
+    while d % 2 == 0:
+        d //= 2
+        s += 1
+    for a in small:
+        y = pow(a, d, x)
+        if y in (1, x - 1):
+            continue
+        for _ in range(s - 1):
+            y = y * y % x
+            if y == x - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def table_size(degree: int) -> int:
+    """The hash table size for ``degree`` entries: the smallest prime above 1.5 ``degree``.
+
+    >>> [table_size(d) for d in (0, 1, 4, 32, 84, 319)]
+    [2, 2, 7, 53, 127, 479]
+
+    Notes
+    -----
+    Paper III, Sec. 4 (after Alg. 2): "the smallest value larger than 1.5 times the degree",
+    so a table is at most 2/3 full. ``3 d // 2 + 1`` is the smallest integer above 1.5 d.
+    """
+    x = 3 * max(int(degree), 0) // 2 + 1
+    while not is_prime(x):
+        x += 1
+    return x
+
+
+def move_bucket(degree: Any) -> np.ndarray:
+    """The optimization bucket of each degree: 0 isolated, 1-6 up to :data:`MOVE_BOUNDS`, 7."""
+    d = np.asarray(degree, dtype=np.int64)
+    return np.where(d <= 0, 0, np.searchsorted(np.asarray(MOVE_BOUNDS), d, side="left") + 1)
+
+
+def merge_bucket(com_degree: Any, com_size: Any) -> np.ndarray:
+    """The aggregation bucket of each community: 0 empty, 1 (<= 127), 2 (<= 479), 3."""
+    d = np.asarray(com_degree, dtype=np.int64)
+    b = np.searchsorted(np.asarray(MERGE_BOUNDS), d, side="left") + 1
+    return np.where(np.asarray(com_size) == 0, 0, b)
+
+
+def _keys(bucket: np.ndarray, degree: np.ndarray, last: int) -> np.ndarray:
+    low = np.where(bucket == last, _KEY_LOW - np.minimum(degree, _KEY_LOW), 0)
+    return (bucket.astype(np.uint64) << np.uint64(KEY_SHIFT)) | low.astype(np.uint64)
+
+
+def move_keys(degree: Any) -> np.ndarray:
+    """The device's sort keys of the vertices (``louvain_setup``): a stable argsort of them
+    lists the buckets in turn, each by vertex id, except bucket 7, by decreasing degree."""
+    d = np.asarray(degree, dtype=np.int64)
+    return _keys(move_bucket(d), d, 7)
+
+
+def merge_keys(com_degree: Any, com_size: Any) -> np.ndarray:
+    """The device's sort keys of the communities (``louvain_com_keys``), as :func:`move_keys`."""
+    d = np.asarray(com_degree, dtype=np.int64)
+    return _keys(merge_bucket(d, com_size), d, 3)
+
+
+def global_blocks(count: int, slots: int, nnz: int, sms: int) -> int:
+    """Blocks (each with a global table of ``slots`` slots) for ``count`` large items.
+
+    At most ``count`` and 4 per SM, as many as the tables fit in
+    ``max(GLOBAL_TABLE_BYTES, 4 * nnz)`` bytes, at least 1 (paper III, Sec. 4.1: "we might need
+    to assign multiple vertices to each thread block since the size of the global memory is
+    fixed").
+    """
+    budget = max(GLOBAL_TABLE_BYTES, 4 * int(nnz))
+    fit = budget // max(1, SLOT_BYTES * int(slots))
+    return int(max(1, min(int(count), 4 * max(1, int(sms)), fit)))
+
+
+# ---------------------------------------------------------------------------------------
+# The host loop
+
+
+@dataclass
+class _Outcome:
+    levels: list[Any]
+    q_kept: float
+    stage: dict[str, list[Any]]
+    marks: list[tuple[int, str, Any, Any]]
+
+
+def _drive(
+    be: Any, t_bin: float, t_final: float, bin_limit: int, relaxed: bool, max_iterations: int
+) -> _Outcome:
+    """The stages of paper III on backend ``be``: the control flow of the sequential reference.
+
+    Each stage: setup (Alg. 1 line 2), iterations (lines 3-12) until one moves nothing, gains
+    less than the threshold, or ``max_iterations``. With ``relaxed`` (commit at the end of the
+    iteration) an iteration gaining less than the threshold is undone, as the reference does;
+    with bucket commits (moves of one bucket are simultaneous, so Q can drop) an iteration
+    that lowers Q is undone, so a stage never ends below its previous iteration. Stages as
+    :func:`matchbench.families.community.louvain.louvain`: ``t_bin`` while the graph has more than
+    ``bin_limit`` vertices, then ``t_final``; a stage without moves (or below its start) ends
+    the method, after one retry under ``t_final``; a stage whose communities are all
+    singletons is not contracted and ends it.
+    """
+    levels: list[Any] = []
+    stage: dict[str, list[Any]] = {k: [] for k in _STAGE_KEYS}
+    marks: list[tuple[int, str, Any, Any]] = []
+    use_bin = True
+    q_kept: float | None = None
+    while True:
+        r = len(stage["level_q"])
+        n = be.n
+        binned = use_bin and n > bin_limit
+        threshold = float(t_bin if binned else t_final)
+        t0 = be.mark()
+        two_m, q_start = be.setup()
+        q, iters, moves = q_start, 0, 0
+        if two_m > 0:
+            while iters < max_iterations:
+                iters += 1
+                moved, inside, spread = be.iterate()
+                if moved == 0:
+                    break
+                q_new = inside / two_m - spread / (two_m * two_m)  # Eq. 1
+                if (q_new - q < threshold) if relaxed else (q_new < q):
+                    be.reject()
+                    break
+                be.accept()
+                moves += moved
+                gain = q_new - q
+                q = q_new
+                if gain < threshold:  # Alg. 1 line 12
+                    break
+        t1 = be.mark()
+        marks.append((r, "optimize", t0, t1))
+        if q_kept is None:
+            q_kept = float(q_start)
+        values = (
+            n, be.nnz, threshold, iters, moves, float(q), float(q_start), float(two_m),
+            list(be.bucket_counts), None,
+        )
+        for key, value in zip(_STAGE_KEYS, values, strict=True):
+            stage[key].append(value)
+        if moves == 0 or q < q_start:
+            if binned:
+                use_bin = False
+                continue
+            break
+        k = be.renumber()
+        stage["level_merge_buckets"][-1] = list(be.merge_counts)
+        if k == n:  # all singletons: contracting changes nothing
+            marks.append((r, "aggregate", t1, be.mark()))
+            break
+        levels.append(be.contract())
+        marks.append((r, "aggregate", t1, be.mark()))
+        q_kept = float(q)
+        if q - q_start < threshold:
+            if binned:
+                use_bin = False
+                continue
+            break
+    return _Outcome(levels, float(q_kept), stage, marks)
+
+
+def _finish(
+    out: _Outcome, community: np.ndarray, levels: list[np.ndarray], seconds: dict[str, float],
+    extra: dict[str, Any],
+) -> tuple[Partition, dict[str, Any], dict[str, float]]:
+    st = out.stage
+    counters: dict[str, Any] = {
+        "levels": len(levels),
+        "iterations": int(sum(st["level_iterations"])),
+        "moves": int(sum(st["level_moves"])),
+        "communities": int(community.max()) + 1 if community.size else 0,
+        **st,
+    }
+    t0 = seconds.get("level0_optimize")
+    if st["level_iterations"] and t0:
+        # the paper's TEPS (Sec. 5): entries hashed per second in the first optimization phase,
+        # each iteration hashing all 2|E| CSR entries
+        counters["first_phase_edges_per_s"] = (
+            st["level_iterations"][0] * st["level_edges"][0] / t0
+        )
+    counters.update(extra)
+    return Partition(community, levels or None, out.q_kept), counters, seconds
+
+
+def _check_params(
+    t_bin: Any, t_final: Any, bin_limit: Any, commit: Any, max_iterations: Any
+) -> None:
+    for name, t in (("t_bin", t_bin), ("t_final", t_final)):
+        if (
+            isinstance(t, bool)
+            or not isinstance(t, int | float | np.integer | np.floating)
+            or not math.isfinite(float(t))
+            or t < 0
+        ):
+            raise ValueError(f"louvain_gpu: {name} must be a finite number >= 0, not {t!r}")
+    if isinstance(bin_limit, bool) or not isinstance(bin_limit, int | np.integer) or bin_limit < 0:
+        raise ValueError(f"louvain_gpu: bin_limit must be an integer >= 0, not {bin_limit!r}")
+    if commit not in COMMIT_MODES:
+        raise ValueError(
+            f"louvain_gpu: commit must be one of {', '.join(map(repr, COMMIT_MODES))}, "
+            f"not {commit!r}"
+        )
+    if (
+        isinstance(max_iterations, bool)
+        or not isinstance(max_iterations, int | np.integer)
+        or max_iterations < 1
+    ):
+        raise ValueError(
+            f"louvain_gpu: max_iterations must be an integer >= 1, not {max_iterations!r}"
+        )
+
+
+def _loop_array(loop: Any, n: int) -> np.ndarray:
+    if loop is None:
+        return np.zeros(n, dtype=np.float64)
+    arr = np.ascontiguousarray(loop, dtype=np.float64)
+    if arr.shape != (n,) or not (np.isfinite(arr).all() and (arr >= 0).all()):
+        raise ValueError(f"louvain_gpu: loop must be {n} finite weights >= 0")
+    return arr
+
+
+# ---------------------------------------------------------------------------------------
+# The host model (numba): the kernels' semantics, one bucket at a time
+
+
+@njit(cache=True, nogil=True)
+def _hm_degrees(n, ptr, w, loop):
+    k = np.empty(n, dtype=np.float64)
+    two_m = 0.0
+    k2 = 0.0
+    loop2 = 0.0
+    for i in range(n):
+        s = 0.0
+        for p in range(ptr[i], ptr[i + 1]):
+            s += w[p]
+        lp = 2.0 * loop[i]
+        k[i] = s + lp
+        two_m += k[i]
+        k2 += k[i] * k[i]
+        loop2 += lp
+    return k, two_m, k2, loop2
+
+
+@njit(cache=True, nogil=True)
+def _hm_moves(verts, ptr, ind, w, comm, a, size, k, m, acc, touched, newc):
+    """Alg. 2 for every vertex of ``verts`` on the same (unchanging) configuration."""
+    for t in range(verts.shape[0]):
+        v = verts[t]
+        best = _best_move(v, ptr, ind, w, comm, a, size, k, m, acc, touched)
+        newc[v] = comm[v] if best == -1 else best
+
+
+@njit(cache=True, nogil=True)
+def _hm_commit(verts, newc, k, comm, a, size):
+    """``louvain_commit``: a bucket's moves and their a_c and size updates."""
+    moved = 0
+    for t in range(verts.shape[0]):
+        v = verts[t]
+        nc = newc[v]
+        oc = comm[v]
+        if nc != oc:
+            comm[v] = nc
+            a[oc] -= k[v]
+            a[nc] += k[v]
+            size[oc] -= 1
+            size[nc] += 1
+            moved += 1
+    return moved
+
+
+@njit(cache=True, nogil=True)
+def _hm_tally(n, comm, newc, k, a2, size2):
+    """``louvain_tally``: a_c and sizes of ``newc`` from zero, and the moves."""
+    a2[:] = 0.0
+    size2[:] = 0
+    moved = 0
+    for v in range(n):
+        c = newc[v]
+        a2[c] += k[v]
+        size2[c] += 1
+        if c != comm[v]:
+            moved += 1
+    return moved
+
+
+@njit(cache=True, nogil=True)
+def _hm_quality(n, ptr, ind, w, comm, a):
+    """``louvain_quality``: the weight of the entries inside communities, and sum a_c^2."""
+    inside = 0.0
+    for i in range(n):
+        ci = comm[i]
+        for p in range(ptr[i], ptr[i + 1]):
+            if comm[ind[p]] == ci:
+                inside += w[p]
+    spread = 0.0
+    for c in range(n):
+        spread += a[c] * a[c]
+    return inside, spread
+
+
+class _HostModel:
+    """The device steps on the host: same buckets, same commit points, same rules.
+
+    The moves of a bucket are computed on the configuration at its start (as the kernels do:
+    C, a and size are read-only during a move kernel), with the sequential reference's
+    ``_best_move`` (Eq. 2, ties to the lower id, the singleton rule); the aggregation is the
+    reference's ``_renumber`` and ``_contract`` (its labels are the device's: dense ids in
+    community id order).
+    """
+
+    def __init__(self, n: int, ptr, ind, w, loop, relaxed: bool) -> None:
+        self.n = int(n)
+        self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
+        self.ind = np.ascontiguousarray(ind, dtype=np.int64)
+        self.w = np.ascontiguousarray(w, dtype=np.float64)
+        self.loop = np.ascontiguousarray(loop, dtype=np.float64)
+        self.relaxed = bool(relaxed)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.ind.shape[0])
+
+    def mark(self) -> float:
+        return time.perf_counter()
+
+    def setup(self) -> tuple[float, float]:
+        n = self.n
+        self.k, two_m, k2, loop2 = _hm_degrees(n, self.ptr, self.w, self.loop)
+        self.comm = np.arange(n, dtype=np.int64)
+        self.newc = self.comm.copy()
+        self.a = self.k.copy()
+        self.size = np.ones(n, dtype=np.int64)
+        self.acc = np.zeros(n, dtype=np.float64)
+        self.touched = np.empty(n, dtype=np.int64)
+        bucket = move_bucket(np.diff(self.ptr))
+        self.buckets = [np.flatnonzero(bucket == b) for b in range(1, 8)]
+        self.bucket_counts = [int(v.size) for v in self.buckets]
+        self.two_m, self.loop2 = float(two_m), float(loop2)
+        self.m = self.two_m / 2.0
+        q0 = loop2 / two_m - k2 / (two_m * two_m) if two_m > 0 else 0.0
+        return self.two_m, float(q0)
+
+    def iterate(self) -> tuple[int, float, float]:
+        args = (self.ptr, self.ind, self.w)
+        moved = 0
+        if self.relaxed:
+            for verts in self.buckets:
+                _hm_moves(verts, *args, self.comm, self.a, self.size, self.k, self.m,
+                          self.acc, self.touched, self.newc)
+            self.a2 = np.empty_like(self.a)
+            self.size2 = np.empty_like(self.size)
+            moved = _hm_tally(self.n, self.comm, self.newc, self.k, self.a2, self.size2)
+            inside, spread = _hm_quality(self.n, *args, self.newc, self.a2)
+        else:
+            self.prev = self.comm.copy()
+            for verts in self.buckets:
+                _hm_moves(verts, *args, self.comm, self.a, self.size, self.k, self.m,
+                          self.acc, self.touched, self.newc)
+                moved += _hm_commit(verts, self.newc, self.k, self.comm, self.a, self.size)
+            inside, spread = _hm_quality(self.n, *args, self.comm, self.a)
+        return int(moved), float(inside) + self.loop2, float(spread)
+
+    def accept(self) -> None:
+        if self.relaxed:
+            self.comm, self.newc = self.newc, self.comm
+            self.a, self.size = self.a2, self.size2
+
+    def reject(self) -> None:
+        if not self.relaxed:
+            self.comm = self.prev
+
+    def renumber(self) -> int:
+        self.lab, k = _renumber(self.n, self.comm)
+        self.k_new = int(k)
+        size = np.bincount(self.comm, minlength=self.n)
+        degree = np.bincount(self.comm, weights=np.diff(self.ptr), minlength=self.n)
+        b = merge_bucket(degree.astype(np.int64), size)
+        self.merge_counts = [int((b == x).sum()) for x in (1, 2, 3)]
+        return self.k_new
+
+    def contract(self) -> np.ndarray:
+        self.ptr, self.ind, self.w, self.loop = _contract(
+            self.n, self.ptr, self.ind, self.w, self.loop, self.lab, self.k_new
+        )
+        self.n = self.k_new
+        return self.lab
+
+
+def louvain_gpu_model(
+    graph: Any,
+    t_bin: float = 1e-2,
+    t_final: float = 1e-6,
+    bin_limit: int = BIN_LIMIT,
+    commit: str = "bucket",
+    max_iterations: int = 1000,
+    loop: Any = None,
+) -> tuple[Partition, dict[str, Any], dict[str, float]]:
+    """:func:`louvain_gpu` computed on the host (numba), one degree bucket at a time.
+
+    Same parameters and return value as :func:`louvain_gpu` (without the device counters).
+    On graphs with integer weights (and loops) every sum is exact, so this is the GPU's
+    answer partition for partition, level for level (the GPU tests check it); otherwise the
+    two may differ where gains tie up to rounding.
+    """
+    _check_params(t_bin, t_final, bin_limit, commit, max_iterations)
+    n0 = int(graph.n)
+    loop0 = _loop_array(loop, n0)
+    if n0 == 0:
+        return _empty()
+    be = _HostModel(n0, graph.ptr, graph.ind, graph.weight, loop0, commit == "iteration")
+    out = _drive(be, t_bin, t_final, bin_limit, commit == "iteration", max_iterations)
+    levels = [np.asarray(lab, dtype=np.int64) for lab in out.levels]
+    community = np.arange(n0, dtype=np.int64)
+    for lab in levels:
+        community = lab[community]
+    seconds = stage_totals({f"level{r}_{what}": b - a for r, what, a, b in out.marks})
+    return _finish(out, community, levels, seconds, {"commit": commit})
+
+
+def _empty() -> tuple[Partition, dict[str, Any], dict[str, float]]:
+    counters: dict[str, Any] = {"levels": 0, "iterations": 0, "moves": 0, "communities": 0}
+    counters.update({k: [] for k in _STAGE_KEYS})
+    return Partition(np.zeros(0, dtype=np.int64), None, 0.0), counters, {}
+
+
+# ---------------------------------------------------------------------------------------
+# The device backend
+
+
+def _grid(items: int, sms: int, per_block: int = BLOCK) -> int:
+    """Blocks of a grid-stride launch over ``items`` (``per_block`` items per block per
+    round): enough to fill the device (16 blocks of 128 threads per SM), at least 1."""
+    return int(max(1, min(-(-int(items) // per_block), 16 * sms)))
+
+
+class _DeviceLevels:
+    """The steps of :func:`_drive` on the device (CuPy arrays, ``kernels/community/louvain.cu``)."""
+
+    def __init__(self, kern: dict[str, Any], sms: int, n: int, ptr: Any, ind: Any, w: Any,
+                 loop: Any, relaxed: bool) -> None:
+        import cupy as cp
+
+        self.cp = cp
+        self.kern = kern
+        self.sms = int(sms)
+        self.relaxed = bool(relaxed)
+        self.n = int(n)
+        self.ptr, self.ind, self.w, self.loop = ptr, ind, w, loop
+        self.level0 = True  # ptr, ind, w are the instance's device copy: never freed here
+        self.launches = 0
+        self.syncs = 0
+        self.peak = 0
+        self.src = cp.empty(max(self.nnz, 1), dtype=cp.int32)
+        self._launch("louvain_rows", _grid(self.n, sms, BLOCK // 32),
+                     (np.int64(self.n), ptr, self.src))
+
+    @property
+    def nnz(self) -> int:
+        return int(self.ind.shape[0])
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _launch(self, name: str, grid: int, args: tuple[Any, ...]) -> None:
+        self.kern[name]((int(grid),), (BLOCK,), args)
+        self.launches += 1
+
+    def _ops(self, count: int = 1) -> None:
+        self.launches += count  # CuPy calls (fills, sorts, prefix sums, copies)
+
+    def _get(self, arr: Any) -> np.ndarray:
+        self.syncs += 1
+        return arr.get()
+
+    def _sample(self) -> None:
+        self.peak = max(self.peak, int(self.cp.get_default_memory_pool().used_bytes()))
+
+    def _copy(self, dst: Any, src: Any) -> None:
+        dst.data.copy_from_device_async(src.data, src.nbytes)
+        self._ops()
+
+    def mark(self) -> Any:
+        ev = self.cp.cuda.Event()
+        ev.record()
+        return ev
+
+    # -- Alg. 1 -------------------------------------------------------------------------
+
+    def setup(self) -> tuple[float, float]:
+        cp, n, nnz = self.cp, self.n, self.nnz
+        self.k = cp.empty(n, dtype=cp.float64)
+        self.C = cp.empty(n, dtype=cp.int32)
+        self.newc = cp.empty(n, dtype=cp.int32)
+        self.a = cp.empty(n, dtype=cp.float64)
+        self.size = cp.empty(n, dtype=cp.int32)
+        self.prev = self.a2 = self.size2 = None
+        key = cp.empty(n, dtype=cp.uint64)
+        st = cp.zeros(16, dtype=cp.uint64)
+        self._ops()
+        self._launch(
+            "louvain_setup",
+            _grid(n, self.sms, BLOCK // 32),
+            (np.int64(n), self.ptr, self.w, self.loop, self.k, self.C, self.newc, self.a,
+             self.size, key, st),
+        )
+        self.order = cp.argsort(key).astype(cp.int32)
+        self._ops(2)
+        del key
+        s = self._get(st)
+        f = s.view(np.float64)
+        counts = s[:8].astype(np.int64)
+        starts = np.concatenate(([0], np.cumsum(counts)))
+        self.buckets = [(b, int(starts[b]), int(counts[b])) for b in range(1, 8) if counts[b]]
+        self.bucket_counts = [int(x) for x in counts[1:]]
+        self.g7 = None
+        if counts[7]:
+            cap = table_size(int(s[8]))
+            blocks = global_blocks(int(counts[7]), cap, nnz, self.sms)
+            tsize = cp.empty(int(counts[7]), dtype=cp.int64)
+            self._launch(
+                "louvain_table_sizes",
+                _grid(int(counts[7]), self.sms),
+                (self.order, np.int64(starts[7]), np.int64(counts[7]), self.ptr, self.ptr,
+                 np.int32(0), np.int64(0), tsize),
+            )
+            self.g7 = (
+                cp.empty(blocks * cap, dtype=cp.int32),
+                cp.empty(blocks * cap, dtype=cp.float64),
+                np.int64(cap),
+                tsize,
+                blocks,
+            )
+        self.stats = cp.zeros(4, dtype=cp.uint64)
+        self._ops()
+        two_m, k2, loop2 = float(f[9]), float(f[10]), float(f[11])
+        self.two_m, self.loop2, self.m = two_m, loop2, two_m / 2.0
+        self._sample()
+        q0 = loop2 / two_m - k2 / (two_m * two_m) if two_m > 0 else 0.0
+        return two_m, float(q0)
+
+    def iterate(self) -> tuple[int, float, float]:
+        cp, st = self.cp, self.stats
+        st.fill(0)
+        self._ops()
+        if not self.relaxed:
+            if self.prev is None:
+                self.prev = cp.empty_like(self.C)
+            self._copy(self.prev, self.C)
+        for b, start, count in self.buckets:
+            args: tuple[Any, ...] = (
+                self.order, np.int64(start), np.int64(count), self.ptr, self.ind, self.w,
+                self.C, self.a, self.size, self.k, np.float64(self.m), self.newc,
+            )
+            if b <= 5:
+                grid = -(-count // (BLOCK // MOVE_THREADS[b - 1]))
+            elif b == 6:
+                grid = min(count, _INT32_MAX)
+            else:
+                gkeys, gvals, cap, tsize, grid = self.g7
+                args += (gkeys, gvals, cap, tsize)
+            self._launch(f"louvain_move_b{b}", grid, args)  # Alg. 1 lines 5-7
+            if not self.relaxed:  # lines 8-11
+                self._launch(
+                    "louvain_commit",
+                    _grid(count, self.sms),
+                    (self.order, np.int64(start), np.int64(count), self.newc, self.k, self.C,
+                     self.a, self.size, st),
+                )
+        comm, a = self.C, self.a
+        if self.relaxed:
+            if self.a2 is None:
+                self.a2 = cp.empty_like(self.a)
+                self.size2 = cp.empty_like(self.size)
+            self.a2.fill(0)
+            self.size2.fill(0)
+            self._ops(2)
+            self._launch(
+                "louvain_tally",
+                _grid(self.n, self.sms),
+                (np.int64(self.n), self.C, self.newc, self.k, self.a2, self.size2, st),
+            )
+            comm, a = self.newc, self.a2
+        self._launch(
+            "louvain_quality",
+            _grid(max(self.nnz, self.n), self.sms),
+            (np.int64(self.nnz), self.src, self.ind, self.w, comm, np.int64(self.n), a, st),
+        )
+        s = self._get(st)
+        f = s.view(np.float64)
+        return int(s[0]), float(f[1]) + self.loop2, float(f[2])
+
+    def accept(self) -> None:
+        if self.relaxed:
+            self.C, self.newc = self.newc, self.C
+            self.a, self.a2 = self.a2, self.a
+            self.size, self.size2 = self.size2, self.size
+
+    def reject(self) -> None:
+        if not self.relaxed:
+            self._copy(self.C, self.prev)
+
+    # -- Alg. 3 -------------------------------------------------------------------------
+
+    def renumber(self) -> int:
+        cp, n = self.cp, self.n
+        # the optimization's arrays go before the aggregation's (only C is read from here on)
+        self.k = self.newc = self.a = self.size = self.order = None
+        self.prev = self.a2 = self.size2 = self.g7 = None
+        self.com_size = cp.zeros(n, dtype=cp.int32)
+        self.com_degree = cp.zeros(n, dtype=cp.int64)
+        self._ops(2)
+        self._launch(
+            "louvain_com_sizes",
+            _grid(n, self.sms),
+            (np.int64(n), self.C, self.ptr, self.com_size, self.com_degree),
+        )
+        self.new_id = cp.cumsum(self.com_size > 0, dtype=cp.int32)  # lines 7-12
+        self._ops(2)
+        self.ckey = cp.empty(n, dtype=cp.uint64)
+        cst = cp.zeros(8, dtype=cp.uint64)
+        self._ops()
+        self._launch(
+            "louvain_com_keys",
+            _grid(n, self.sms),
+            (np.int64(n), self.com_size, self.com_degree, self.ckey, cst),
+        )
+        s = self._get(cst)
+        self.ccounts = s[:4].astype(np.int64)
+        self.merge_counts = [int(x) for x in self.ccounts[1:]]
+        self.max_com_degree = int(s[4])
+        self.k_new = n - int(self.ccounts[0])
+        return self.k_new
+
+    def contract(self) -> Any:
+        cp, n, k, sms = self.cp, self.n, self.k_new, self.sms
+        corder = cp.argsort(self.ckey).astype(cp.int32)
+        self.ckey = None
+        vstart = cp.cumsum(self.com_size, dtype=cp.int32) - self.com_size  # line 16
+        cursor = vstart.copy()
+        lab = cp.empty(n, dtype=cp.int32)
+        members = cp.empty(n, dtype=cp.int32)
+        self._ops(5)
+        self._launch(
+            "louvain_relabel",
+            _grid(n, sms),
+            (np.int64(n), self.C, self.new_id, cursor, lab, members),
+        )
+        del cursor
+        edge_pos = cp.cumsum(self.com_degree) - self.com_degree  # line 14
+        tind = cp.empty(max(self.nnz, 1), dtype=cp.int32)
+        tw = cp.empty(max(self.nnz, 1), dtype=cp.float64)
+        rowlen = cp.empty(k, dtype=cp.int64)
+        tpos = cp.empty(k, dtype=cp.int64)
+        nloop = cp.empty(k, dtype=cp.float64)
+        self._ops(2)
+        c = self.ccounts
+        starts = np.concatenate(([0], np.cumsum(c)))
+        head = (
+            self.com_size, self.com_degree, members, self.ptr, self.ind, self.w, self.loop,
+            lab, self.new_id, edge_pos, tind, tw, rowlen, tpos, nloop,
+        )
+        common = (corder, np.int64(starts[1]), np.int64(c[1]), vstart)
+        if c[1]:
+            self._launch("louvain_merge_warp", -(-int(c[1]) // (BLOCK // 32)), common + head)
+        if c[2]:
+            common = (corder, np.int64(starts[2]), np.int64(c[2]), vstart)
+            self._launch("louvain_merge_block", min(int(c[2]), _INT32_MAX), common + head)
+        tables = None
+        if c[3]:
+            bound = max(k - 1, 1)  # distinct neighbours of a new vertex: at most k - 1
+            cap = table_size(min(self.max_com_degree, bound))
+            blocks = global_blocks(int(c[3]), cap, self.nnz, sms)
+            tsize = cp.empty(int(c[3]), dtype=cp.int64)
+            self._launch(
+                "louvain_table_sizes",
+                _grid(int(c[3]), sms),
+                (corder, np.int64(starts[3]), np.int64(c[3]), self.ptr, self.com_degree,
+                 np.int32(1), np.int64(bound), tsize),
+            )
+            tables = (cp.empty(blocks * cap, dtype=cp.int32),
+                      cp.empty(blocks * cap, dtype=cp.float64))
+            common = (corder, np.int64(starts[3]), np.int64(c[3]), vstart)
+            self._launch(
+                "louvain_merge_global", blocks, common + head + (*tables, np.int64(cap), tsize)
+            )
+        self._sample()
+        # what the compaction does not read goes first: the old level (level 0's arrays are
+        # the instance's device copy: only its src), the members, the tables
+        del members, vstart, corder, edge_pos, tables, common, head
+        self.com_size = self.com_degree = self.new_id = self.C = None
+        if self.level0:
+            self.src = None
+        else:
+            self.ptr = self.ind = self.w = self.loop = self.src = None
+        self.level0 = False
+        nptr = cp.zeros(k + 1, dtype=cp.int64)
+        cp.cumsum(rowlen, out=nptr[1:])
+        self._ops(2)
+        nnz_new = int(self._get(nptr[k:])[0])
+        nind = cp.empty(max(nnz_new, 1), dtype=cp.int32)[:nnz_new]
+        nw = cp.empty(max(nnz_new, 1), dtype=cp.float64)[:nnz_new]
+        nsrc = cp.empty(max(nnz_new, 1), dtype=cp.int32)
+        self._launch(
+            "louvain_compact",
+            _grid(k, sms, BLOCK // 32),
+            (np.int64(k), tpos, rowlen, nptr, tind, tw, nind, nw, nsrc),
+        )
+        self._sample()
+        del tind, tw
+        self.ptr, self.ind, self.w, self.loop, self.src = nptr, nind, nw, nloop, nsrc
+        self.n, self.k_new = k, None
+        return lab
+
+    def compose(self, levels: list[Any], n0: int) -> Any:
+        cp = self.cp
+        if not levels:
+            self._ops()
+            return cp.arange(n0, dtype=cp.int32)
+        comm = levels[0]
+        for lab in levels[1:]:
+            comm = lab[comm]
+            self._ops()
+        return comm
+
+
+def _module_kernels() -> dict[str, Any]:
+    from matchbench.gpu.kernels import get_module
+
+    module = get_module("louvain")
+    names = [
+        "louvain_setup", "louvain_rows", "louvain_table_sizes", "louvain_commit",
+        "louvain_tally", "louvain_quality", "louvain_com_sizes", "louvain_com_keys",
+        "louvain_relabel", "louvain_merge_warp", "louvain_merge_block",
+        "louvain_merge_global", "louvain_compact",
+    ] + [f"louvain_move_b{b}" for b in range(1, 8)]
+    return {name: module.get_function(name) for name in names}
+
+
+def _sm_count() -> int:
+    import cupy as cp
+
+    return int(cp.cuda.Device().attributes["MultiProcessorCount"])
+
+
+@dataclass
+class _DeviceRun:
+    """What :func:`_run_device` leaves on the device and reports."""
+
+    community: Any
+    levels: list[Any]
+    outcome: _Outcome
+    seconds: dict[str, float]
+    counters: dict[str, Any]
+    peak: int
+
+
+def _run_device(
+    kern: dict[str, Any], sms: int, n: int, ptr: Any, ind: Any, w: Any, loop: Any,
+    t_bin: float, t_final: float, bin_limit: int, commit: str, max_iterations: int,
+) -> _DeviceRun:
+    """:func:`_drive` on the device for a graph already there (level 0 is not modified)."""
+    import cupy as cp
+
+    relaxed = commit == "iteration"
+    be = _DeviceLevels(kern, sms, n, ptr, ind, w, loop, relaxed)
+    out = _drive(be, t_bin, t_final, bin_limit, relaxed, max_iterations)
+    community = be.compose(out.levels, n)
+    end = be.mark()
+    end.synchronize()
+    seconds = stage_totals({
+        f"level{r}_{what}": cp.cuda.get_elapsed_time(a, b) / 1e3 for r, what, a, b in out.marks
+    })
+    counters = {"kernel_launches": be.launches, "host_syncs": be.syncs, "commit": commit}
+    return _DeviceRun(community, out.levels, out, seconds, counters, be.peak)
+
+
+def _to_host(run: _DeviceRun) -> tuple[np.ndarray, list[np.ndarray]]:
+    community = run.community.get().astype(np.int64)
+    levels = [lab.get().astype(np.int64) for lab in run.levels]
+    return community, levels
+
+
+def louvain_gpu(
+    graph: Any,
+    t_bin: float = 1e-2,
+    t_final: float = 1e-6,
+    bin_limit: int = BIN_LIMIT,
+    commit: str = "bucket",
+    max_iterations: int = 1000,
+    loop: Any = None,
+) -> tuple[Partition, dict[str, Any], dict[str, float]]:
+    """The Louvain method of paper III on the current CUDA device.
+
+    Parameters
+    ----------
+    graph : WeightedGraph
+        A CSR graph (a :class:`~matchbench.families.community.problem.CommunityGraph`), n < 2^31.
+    t_bin, t_final : float
+        The least gain in Q per iteration (and stage) to go on: ``t_bin`` while the stage's
+        graph has more than ``bin_limit`` vertices, then ``t_final``.
+    bin_limit : int
+        The vertex count above which ``t_bin`` applies (paper: 100,000).
+    commit : {"bucket", "iteration"}
+        Commit the moves after each degree bucket (Alg. 1) or at the end of each iteration
+        (the "relaxed" variant of Sec. 5).
+    max_iterations : int
+        Iterations per stage at most.
+    loop : array_like of float, optional
+        Self-loop weights per vertex (the community module's convention); none by default.
+
+    Returns
+    -------
+    (Partition, counters, timings)
+        As :func:`matchbench.families.community.louvain.louvain` (``modularity`` the Q of the last
+        kept stage, on its contracted graph; counters per stage run ``r``:
+        ``level_vertices``, ``level_edges`` (CSR entries), ``level_threshold``,
+        ``level_iterations``, ``level_moves``, ``level_q``, ``level_q_start`` (the stage's
+        singleton Q), ``level_two_m``, ``level_buckets`` (vertices in move buckets 1-7),
+        ``level_merge_buckets`` (communities in aggregation buckets 1-3, None where the stage
+        was not aggregated)), plus ``first_phase_edges_per_s`` (CSR entries hashed per second
+        in the first stage: its iterations times 2|E| over its seconds, the paper's TEPS),
+        ``kernel_launches`` (our kernels and CuPy calls), ``host_syncs``; timings
+        ``level{r}_optimize`` / ``level{r}_aggregate`` (CUDA events) and ``solve``.
+
+    Notes
+    -----
+    Naim, Manne, Halappanavar, Tumeo, *Community Detection on the GPU*, IPDPS 2017, Sec. 4
+    (Alg. 1-3, Sec. 4.1's buckets and hash tables) and Sec. 5 (thresholds, the relaxed
+    variant); the kernels' header (``kernels/community/louvain.cu``) has the details and race
+    arguments.
+    """
+    import cupy as cp
+
+    from matchbench.gpu.common import EventTimer
+
+    _check_params(t_bin, t_final, bin_limit, commit, max_iterations)
+    n0 = int(graph.n)
+    loop0 = _loop_array(loop, n0)
+    if n0 == 0:
+        return _empty()
+    if n0 > _INT32_MAX:
+        raise ValueError(f"louvain_gpu: {n0} vertices; community ids are int32 (n < 2^31)")
+    ptr = cp.asarray(np.ascontiguousarray(graph.ptr, dtype=np.int64))
+    ind = cp.asarray(np.ascontiguousarray(graph.ind, dtype=np.int32))
+    w = cp.asarray(np.ascontiguousarray(graph.weight, dtype=np.float64))
+    d_loop = cp.asarray(loop0)
+    timer = EventTimer()
+    with timer:
+        run = _run_device(_module_kernels(), _sm_count(), n0, ptr, ind, w, d_loop, t_bin,
+                          t_final, bin_limit, commit, max_iterations)
+    seconds = dict(run.seconds, solve=timer.seconds)
+    community, levels = _to_host(run)
+    return _finish(run.outcome, community, levels, seconds, run.counters)
+
+
+def _warm_graph() -> Any:
+    """A graph whose run reaches every kernel: degrees in all seven buckets (cliques of 3, 6,
+    10, 20, 40, 100 vertices and a star of 400 leaves), communities in all three aggregation
+    buckets, and isolated vertices."""
+    from matchbench.families.community.problem import CommunityGraph
+
+    us, vs = [np.arange(1, 401)], [np.zeros(400, dtype=np.int64)]
+    base = 401
+    for size in (3, 6, 10, 20, 40, 100):
+        i, j = np.triu_indices(size, 1)
+        us.append(i + base)
+        vs.append(j + base)
+        us.append(np.array([base]))
+        vs.append(np.array([0]))
+        base += size
+    u, v = np.concatenate(us), np.concatenate(vs)
+    return CommunityGraph.from_edges(u, v, np.ones(u.size), base + 3, name="louvain_gpu_warm")
+
+
+# ---------------------------------------------------------------------------------------
+# The solver
+
+
+@dataclass(eq=False)
+class _State:
+    instance: Any  # weakref to the host graph
+    device_id: int
+    n: int
+    ptr: Any
+    ind: Any
+    w: Any
+    upload_s: float
+    kern: dict[str, Any]
+    sms: int
+
+
+class LouvainGPU(BaseSolver):
+    """The Louvain method of paper III on the GPU; see :func:`louvain_gpu`.
+
+    Parameters
+    ----------
+    t_bin, t_final : float
+        Thresholds on the gain in Q per iteration: ``t_bin`` (default 1e-2) while the graph
+        has more than ``bin_limit`` (default 100,000) vertices, ``t_final`` (1e-6) after;
+        paper III sweeps ``(10^k, 10^l)``, ``k = -1..-4``, ``l = -3..-7``
+        (:data:`THRESHOLD_SWEEP`).
+    bin_limit : int
+    commit : {"bucket", "iteration"}
+        ``bucket``: the paper's algorithm (commit after each degree bucket); ``iteration``:
+        its relaxed variant (Sec. 5).
+    max_iterations : int
+        Iterations per stage at most.
+
+    Notes
+    -----
+    ``prepare`` uploads the graph once per instance (``timings()["upload"]``) and, the first
+    time, runs the method on a small graph that reaches every kernel (compilation, CuPy's
+    sort and scan kernels); ``run`` is the whole method, CUDA-event timed (``solve``), with
+    per-stage ``level{r}_optimize`` / ``level{r}_aggregate`` seconds; ``result`` copies the
+    partition and the hierarchy back (``transfer``). Counters as :func:`louvain_gpu`
+    (``iterations`` fills the row's column, ``first_phase_edges_per_s`` is the paper's TEPS).
+    """
+
+    name: ClassVar[str] = "louvain_gpu"
+    problem: ClassVar[str] = "community"
+    device: ClassVar[str] = "gpu"
+    kernel_families: ClassVar[tuple[str, ...]] = ("louvain",)
+
+    def __init__(
+        self,
+        t_bin: float = 1e-2,
+        t_final: float = 1e-6,
+        bin_limit: int = BIN_LIMIT,
+        commit: str = "bucket",
+        max_iterations: int = 1000,
+    ) -> None:
+        _check_params(t_bin, t_final, bin_limit, commit, max_iterations)
+        super().__init__(
+            t_bin=float(t_bin),
+            t_final=float(t_final),
+            bin_limit=int(bin_limit),
+            commit=commit,
+            max_iterations=int(max_iterations),
+        )
+        self._state: _State | None = None
+        self._warm = False
+        self._run: _DeviceRun | None = None
+        self._answer: Partition | None = None
+        self._counters: dict[str, Any] = {}
+        self._timings: dict[str, float] = {}
+
+    # -- contract -------------------------------------------------------------------
+
+    def skip(self, instance: Any) -> tuple[bool, str | None]:
+        from matchbench.gpu.common import device_memory_skip
+
+        if int(instance.n) > _INT32_MAX:
+            return True, f"{self.name}: {instance.n} vertices; community ids are int32"
+        return device_memory_skip(lambda: self.estimate_bytes(instance))
+
+    def estimate_bytes(self, instance: Any) -> int:
+        """Peak device bytes, an upper estimate: the graph (12 B per CSR entry, 8 per vertex),
+        src (4 per entry), the next level's temporary and final edge lists (12 + 16 per
+        entry), 192 bytes per vertex of per-level arrays, sorts and aggregation tables, and
+        one set of global hash tables (:func:`global_blocks`'s budget, or one table of the
+        largest degree); the optimization's arrays are freed before the aggregation's."""
+        n, nnz = int(instance.n), int(instance.ind.shape[0])
+        deg = np.diff(np.asarray(instance.ptr, dtype=np.int64)) if n else np.zeros(1)
+        biggest = int(deg.max()) if deg.size else 0
+        tables = max(GLOBAL_TABLE_BYTES, 4 * nnz, SLOT_BYTES * table_size(max(biggest, n)))
+        return int(8 * (n + 1) + nnz * (12 + 4 + 12 + 16) + 192 * n + tables)
+
+    def prepare(self, instance: Any, init: Any | None = None) -> None:
+        import cupy as cp
+
+        from matchbench.gpu.common import EventTimer
+
+        st = self._state
+        dev = cp.cuda.Device().id
+        if st is None or st.instance() is not instance or st.device_id != dev:
+            self._state = None  # the previous instance's arrays go first
+            if int(instance.n) > _INT32_MAX:
+                raise ValueError(f"{self.name}: {instance.n} vertices; ids are int32")
+            kern = _module_kernels()
+            timer = EventTimer()
+            with timer:
+                ptr = cp.asarray(np.ascontiguousarray(instance.ptr, dtype=np.int64))
+                ind = cp.asarray(np.ascontiguousarray(instance.ind, dtype=np.int32))
+                w = cp.asarray(np.ascontiguousarray(instance.weight, dtype=np.float64))
+            st = self._state = _State(
+                weakref.ref(instance), dev, int(instance.n), ptr, ind, w, timer.seconds, kern,
+                _sm_count(),
+            )
+        if not self._warm:  # loads the kernels and CuPy's, untimed
+            p = self.params
+            g = _warm_graph()
+            _run_device(
+                st.kern, st.sms, g.n, cp.asarray(g.ptr.astype(np.int64)),
+                cp.asarray(g.ind.astype(np.int32)), cp.asarray(g.weight),
+                cp.zeros(g.n), 0.0, p["t_final"], 0, p["commit"], p["max_iterations"],
+            )
+            self._warm = True
+        cp.cuda.get_current_stream().synchronize()
+        self._run = None
+        self._answer = None
+        self._counters = {}
+        self._timings = {}
+
+    def run(self) -> None:
+        import cupy as cp
+
+        from matchbench.gpu.common import EventTimer
+
+        st = self._state
+        if st is None:
+            raise RuntimeError(f"{self.name}: run() before prepare()")
+        p = self.params
+        self._answer = None
+        if st.n == 0:
+            self._answer, self._counters, _ = _empty()
+            self._timings = {"solve": 0.0, "upload": st.upload_s}
+            return
+        timer = EventTimer()
+        with timer:
+            loop = cp.zeros(st.n, dtype=cp.float64)
+            run = _run_device(
+                st.kern, st.sms, st.n, st.ptr, st.ind, st.w, loop, p["t_bin"], p["t_final"],
+                p["bin_limit"], p["commit"], p["max_iterations"],
+            )
+        self._timings = dict(run.seconds, solve=timer.seconds, upload=st.upload_s)
+        self._run = run
+
+    def result(self) -> Partition:
+        import cupy as cp
+
+        if self._answer is not None:
+            return self._answer
+        if self._run is None:
+            raise RuntimeError(f"{self.name}: result() before run()")
+        t0 = time.perf_counter()
+        cp.cuda.get_current_stream().synchronize()
+        community, levels = _to_host(self._run)
+        self._timings["transfer"] = time.perf_counter() - t0
+        self._answer, self._counters, _ = _finish(
+            self._run.outcome, community, levels, self._timings, self._run.counters
+        )
+        return self._answer
+
+    def timings(self) -> dict[str, float]:
+        return dict(self._timings)
+
+    def counters(self) -> dict[str, Any]:
+        if self._run is not None and not self._counters:
+            self.result()  # the counters need the partition's community count
+        return dict(self._counters)
+
+    def memory_peak_bytes(self) -> int | None:
+        """The largest CuPy pool ``used_bytes`` seen during the last run (sampled after each
+        stage's setup and aggregation, its two peaks)."""
+        return None if self._run is None else int(self._run.peak) or None

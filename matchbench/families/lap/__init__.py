@@ -1,0 +1,1 @@
+"""The lap family: see :mod:`matchbench.families.lap.problem`."""

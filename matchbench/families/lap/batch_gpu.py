@@ -1,0 +1,582 @@
+"""Batched GPU LAP solver: many small dense LAPs in one launch, one thread block per instance.
+
+:class:`HungarianBatchGPU` (``hungarian_batch_gpu``) solves a whole batch of
+:class:`~matchbench.families.lap.problem.CostMatrix` instances (``run.batch``) with one kernel
+launch per group of instances (below), no host synchronization in between, each block
+running the shortest augmenting path form of the Hungarian method (Jonker & Volgenant
+1987; Crouse 2016, the method of SciPy's ``linear_sum_assignment``) on its instance after
+JV's column reduction. Every answer carries its duals (int64 for integer costs, exact;
+float64 for float costs), so the LAP verifier certifies it directly.
+
+The kernel (``kernels/lap/lap_batch.cu``, ``lap_batch_solve``) keeps the duals ``u``, ``v``,
+the shortest-path distances, predecessors, assignment and scanned flags in shared memory
+(:func:`smem_bytes`); the cost matrix stays in global memory and each Dijkstra step reads
+one row, coalesced across the block's threads (``smem_cost_bytes`` > 0 copies matrices up
+to that size into shared memory instead: slower on an H200, kept for other GPUs). Thread ``t`` owns the columns
+``t, t + T, ...``; the argmin over the columns of each step is a warp-shuffle reduction
+and one ``__syncthreads``.
+
+Groups. Instances of one launch share the cost dtype, the block size (:func:`auto_threads`
+of their n, or the ``threads`` parameter) and the cost placement (shared or global);
+within a group they may differ in n: each is packed back to back into one flat array
+(instance ``k`` at ``meta[k, 0]``, its answer vectors at ``meta[k, 1]``, its size
+``meta[k, 2]``), so nothing is padded and no answer needs stripping. A batch of
+instances of one size and dtype is one contiguous ``(B, n, n)`` array and one launch; a
+mixed batch (``dataset=lap_many``: n from 32 to 512) a handful. Blocks of a group are
+ordered largest instance first, so that the longest solves start first. Rectangular
+instances are padded by the LAP family itself (:meth:`CostMatrix.from_array`), so every
+instance is square here.
+
+:func:`sap_reference` is the kernel's algorithm in numpy, step for step: the same column
+reduction and greedy start, the same Dijkstra scan with the same tie-breaking (least
+distance, then an unassigned column, then the lowest index), the same dual update, the
+same floating-point operations in the same order. CPU tests run it against SciPy and the
+verifier on hundreds of instances; GPU tests check that the kernel's answers equal it
+bit for bit.
+
+Timing. ``prepare_batch`` packs and uploads (untimed, cached by instance identity across
+repetitions); ``run`` queues the launches between two CUDA events (``timings()["solve"]``
+is the whole batch); ``result_batch`` copies the answers back (one host sync) and raises
+if a block reported an error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from matchbench.core.solver import BaseSolver
+from matchbench.families.lap.problem import Assignment, CostMatrix, dual_dtype
+from matchbench.gpu.common import block_size
+
+#: Kernel name suffix per cost dtype (``lap_batch_sap[_smem]_<suffix>``).
+DTYPE_SUFFIX = {
+    np.dtype(np.int32): "i32",
+    np.dtype(np.int64): "i64",
+    np.dtype(np.float32): "f32",
+    np.dtype(np.float64): "f64",
+}
+#: Bytes of a dual (int64 or float64) in the kernel.
+DUAL_BYTES = 8
+#: Default of ``smem_cost_bytes``: 0, every matrix read from global memory. Copying the
+#: matrix to shared memory lowers the blocks per SM more than it saves: on an H200 it was
+#: at most 5% faster (n = 16, at block sizes slower anyway) and up to 5x slower (n = 128,
+#: one warp per block).
+SMEM_COST_BYTES = 0
+#: Largest ``smem_cost_bytes`` accepted (the H100's and H200's opt-in limit is 227 KiB).
+SMEM_COST_BYTES_MAX = 200 * 1024
+#: Dynamic shared memory a block gets without opting in.
+SMEM_DEFAULT_LIMIT = 48 * 1024
+#: stats[k, 1] codes of the kernel (LAP_BATCH_E_*).
+KERNEL_ERRORS = {
+    1: "a Dijkstra step found no unscanned column",
+    2: "an augmentation took more than n Dijkstra steps",
+    3: "the augmentation walk did not reach its root row",
+}
+
+
+def auto_threads(n: int) -> int:
+    """The block size for an instance of size ``n`` (``threads: 0``).
+
+    About one thread per four columns, at least a warp and at most 256 threads:
+    ``clamp(next_pow2(n) / 4, 32, 256)``. One warp up to n = 128 (its argmin needs no
+    block barrier, and many instances share an SM), 64 threads up to n = 256, 128 up to
+    n = 512. Measured on an H200 (int32 and float32 uniform costs, n = 16..512, while the
+    kernel was written): this choice was the fastest of 32..512 threads at every n, by 1.5x
+    over the next best at n = 64 and 1.1x to 1.3x at n = 512. To measure it again, sweep
+    ``algorithm.threads=32,64,128,256`` in the ``batch_lap`` experiment.
+
+    >>> [auto_threads(n) for n in (1, 64, 128, 129, 256, 257, 512, 1024, 2000)]
+    [32, 32, 32, 64, 64, 128, 128, 256, 256]
+    """
+    p = 1 << max(0, int(n) - 1).bit_length()  # next power of two >= n
+    return int(min(256, max(32, p // 4)))
+
+
+def smem_bytes(n: int, cost_itemsize: int, smem_costs: bool) -> int:
+    """Dynamic shared memory of one block for an instance of size ``n``.
+
+    The carve of ``lap_batch_smem`` in ``kernels/lap/lap_batch.cu``: three dual arrays (u, v,
+    the distances) and 64 duals of reduction scratch, the cost matrix when it is kept in
+    shared memory, three int arrays (predecessors, row4col, col4row) and 64 ints of
+    scratch, one byte per column (scanned flags).
+
+    >>> smem_bytes(64, 4, True), smem_bytes(512, 4, False)
+    (19520, 19712)
+    """
+    n = int(n)
+    costs = cost_itemsize * n * n if smem_costs else 0
+    return DUAL_BYTES * (3 * n + 64) + costs + 4 * (3 * n + 64) + n
+
+
+def max_n(smem_limit: int) -> int:
+    """Largest n whose state (costs in global memory) fits ``smem_limit`` bytes per block."""
+    lo, hi = 0, 1
+    while smem_bytes(hi, 8, False) <= smem_limit:
+        hi *= 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if smem_bytes(mid, 8, False) <= smem_limit else (lo, mid)
+    return lo
+
+
+@dataclass
+class Group:
+    """The instances of one launch: same cost dtype, block size and cost placement.
+
+    ``members`` are indices into the batch, largest n first (ties in input order).
+    """
+
+    dtype: np.dtype
+    threads: int
+    smem_costs: bool
+    members: list[int] = field(default_factory=list)
+    ns: list[int] = field(default_factory=list)
+
+    @property
+    def kernel(self) -> str:
+        mid = "smem_" if self.smem_costs else ""
+        return f"lap_batch_sap_{mid}{DTYPE_SUFFIX[self.dtype]}"
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory of the launch: that of its largest instance."""
+        return max(smem_bytes(n, self.dtype.itemsize, self.smem_costs) for n in self.ns)
+
+    @property
+    def total_n(self) -> int:
+        return int(sum(self.ns))
+
+
+def plan_groups(
+    shapes: list[tuple[int, Any]],
+    threads: int = 0,
+    smem_cost_bytes: int = SMEM_COST_BYTES,
+    smem_limit: int = SMEM_DEFAULT_LIMIT,
+) -> list[Group]:
+    """Split a batch, given as ``(n, dtype)`` per instance, into launches.
+
+    An instance's costs go to shared memory when the matrix has at most
+    ``smem_cost_bytes`` bytes and the block's whole state then fits ``smem_limit``.
+    Groups come in a fixed order (dtype, block size, placement), members largest first.
+
+    Raises
+    ------
+    ValueError
+        For a dtype the kernel has no entry for, or an instance whose state alone
+        (costs in global memory) exceeds ``smem_limit``.
+    """
+    groups: dict[tuple[str, int, bool], Group] = {}
+    for k, (n, dt) in enumerate(shapes):
+        n, dt = int(n), np.dtype(dt)
+        if dt not in DTYPE_SUFFIX:
+            raise ValueError(
+                f"instance {k}: cost dtype {dt} (expected one of int32, int64, float32, float64)"
+            )
+        if n < 1:
+            raise ValueError(f"instance {k}: n = {n}")
+        if smem_bytes(n, dt.itemsize, False) > smem_limit:
+            raise ValueError(
+                f"instance {k}: n = {n} needs {smem_bytes(n, dt.itemsize, False)} bytes of "
+                f"shared memory per block, more than the {smem_limit} available (n <= "
+                f"{max_n(smem_limit)})"
+            )
+        t = threads or auto_threads(n)
+        in_smem = (
+            n * n * dt.itemsize <= smem_cost_bytes
+            and smem_bytes(n, dt.itemsize, True) <= smem_limit
+        )
+        key = (dt.str, t, in_smem)
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = Group(dt, t, in_smem)
+        g.members.append(k)
+        g.ns.append(n)
+    out = []
+    for key in sorted(groups):
+        g = groups[key]
+        order = sorted(range(len(g.members)), key=lambda q: (-g.ns[q], g.members[q]))
+        g.members = [g.members[q] for q in order]
+        g.ns = [g.ns[q] for q in order]
+        out.append(g)
+    return out
+
+
+def pack_group(costs: list[np.ndarray], group: Group) -> tuple[np.ndarray, np.ndarray]:
+    """The group's matrices back to back, and its ``meta`` rows (cost offset, vector
+    offset, n), int64, one per member in the group's order."""
+    ns = np.asarray(group.ns, dtype=np.int64)
+    meta = np.zeros((len(ns), 3), dtype=np.int64)
+    meta[1:, 0] = np.cumsum(ns * ns)[:-1]
+    meta[1:, 1] = np.cumsum(ns)[:-1]
+    meta[:, 2] = ns
+    flat = np.empty(int((ns * ns).sum()), dtype=group.dtype)
+    for q, k in enumerate(group.members):
+        a = costs[k]
+        if a.shape != (group.ns[q], group.ns[q]) or a.dtype != group.dtype:
+            raise ValueError(f"instance {k}: costs {a.shape} {a.dtype} do not match the plan")
+        o = int(meta[q, 0])
+        flat[o : o + a.size] = a.ravel()
+    return flat, meta
+
+
+def unpack_group(
+    group: Group, meta: np.ndarray, r2c: np.ndarray, u: np.ndarray, v: np.ndarray
+) -> list[tuple[int, Assignment]]:
+    """``(batch index, answer)`` per member from the group's flat answer vectors."""
+    out = []
+    for q, k in enumerate(group.members):
+        o, n = int(meta[q, 1]), int(meta[q, 2])
+        out.append(
+            (
+                k,
+                Assignment(
+                    r2c[o : o + n].astype(np.int64), u[o : o + n].copy(), v[o : o + n].copy()
+                ),
+            )
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# The kernel's algorithm in numpy (the test oracle for its logic; see the module docstring)
+# ---------------------------------------------------------------------------------------
+
+
+def sap_reference(costs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """Solve one LAP exactly as a block of ``lap_batch_solve`` does.
+
+    Returns ``(row_to_col, u, v, steps, initial)``: the assignment (int64), the duals
+    (int64 for integer costs, float64 for float costs), the number of Dijkstra steps and
+    the number of rows the greedy start assigned. Each statement below has its twin in
+    ``kernels/lap/lap_batch.cu``, in the same order.
+
+    Notes
+    -----
+    Jonker & Volgenant, "A shortest augmenting path algorithm for dense and sparse linear
+    assignment problems", Computing 38 (1987): the column reduction (without the
+    reduction transfer and augmenting row reduction). Crouse, "On implementing 2D
+    rectangular assignment algorithms", IEEE TAES 52 (2016), Alg. 4 (the Dijkstra search
+    of one augmenting path over reduced costs, ties broken towards an unassigned column)
+    and Alg. 3 (the dual update and the augmentation).
+    """
+    c = np.asarray(costs)
+    n = c.shape[0]
+    dt = dual_dtype(c)
+    inf = dt.type(np.iinfo(np.int64).max) if dt.kind == "i" else dt.type(np.inf)
+    cd = c.astype(dt)
+    # Column reduction: v_j = min_i c_ij at its first row; u = 0.
+    v = cd.min(axis=0)
+    path = cd.argmin(axis=0).astype(np.int64)
+    u = np.zeros(n, dtype=dt)
+    row4col = np.full(n, -1, dtype=np.int64)
+    col4row = np.full(n, -1, dtype=np.int64)
+    for j in range(n):  # greedy, in column order
+        i = path[j]
+        if col4row[i] == -1:
+            col4row[i] = j
+            row4col[j] = i
+    initial = int((col4row != -1).sum())
+    steps = 0
+    for cur in range(n):
+        if col4row[cur] != -1:
+            continue
+        sp = np.full(n, inf, dtype=dt)
+        sc = np.zeros(n, dtype=bool)
+        minv = dt.type(0)
+        i, sink, k = cur, -1, 0
+        while sink < 0:
+            steps += 1
+            k += 1
+            if k > n:
+                raise RuntimeError("an augmentation took more than n Dijkstra steps")
+            ui = u[i]
+            live = ~sc
+            r = minv + cd[i] - ui - v  # ((minv + c) - ui) - v, as the kernel
+            better = live & (r < sp)
+            sp[better] = r[better]
+            path[better] = i
+            low = sp[live].min()
+            tied = live & (sp == low)
+            free = tied & (row4col == -1)
+            j = int(np.argmax(free)) if free.any() else int(np.argmax(tied))
+            minv = low
+            sc[j] = True
+            if row4col[j] == -1:
+                sink = j
+            else:
+                i = int(row4col[j])
+        u[cur] += minv
+        d = minv - sp[sc]
+        v[sc] -= d
+        rows = row4col[sc]
+        held = rows != -1
+        u[rows[held]] += d[held]
+        j = sink
+        for _ in range(n):
+            r_ = int(path[j])
+            row4col[j] = r_
+            nxt = int(col4row[r_])
+            col4row[r_] = j
+            j = nxt
+            if r_ == cur:
+                break
+        else:
+            raise RuntimeError("the augmentation walk did not reach its root row")
+    return col4row, u, v, steps, initial
+
+
+# ---------------------------------------------------------------------------------------
+# The solver
+# ---------------------------------------------------------------------------------------
+
+
+class _Batch:
+    """Device arrays of one prepared batch (kept across repetitions of the same batch)."""
+
+    def __init__(self, instances: list[CostMatrix], groups: list[Group]):
+        self.instances = instances
+        self.groups = groups
+        self.dev: list[dict[str, Any]] = []
+        self.meta_host: list[np.ndarray] = []
+
+
+class HungarianBatchGPU(BaseSolver):
+    """Many small LAPs at once on one GPU: one thread block per instance.
+
+    Parameters
+    ----------
+    threads : int
+        Threads per block, a multiple of 32 in [32, 1024]; 0 (the default) picks them
+        per instance by :func:`auto_threads` (instances with different picks go to
+        different launches).
+    smem_cost_bytes : int
+        Cost matrices of at most this many bytes are copied to shared memory by their
+        block (16384: n = 64 float32 or int32); larger ones are read from global memory.
+        0 (the default, :data:`SMEM_COST_BYTES`): never. At most 200 KiB.
+
+    Notes
+    -----
+    Jonker & Volgenant 1987 (column reduction) and Crouse 2016, Alg. 3 and 4 (shortest
+    augmenting paths with duals), one instance per block; see :func:`sap_reference` and
+    ``kernels/lap/lap_batch.cu``. Counters of a batch: ``batch_size``, ``kernel_launches``
+    (one per group), ``host_syncs`` (0: none inside the solve; the answers' copy in
+    :meth:`result_batch` is the transfer), ``groups``, and after :meth:`result_batch`
+    ``dijkstra_steps`` and ``initial_assignments`` summed over the batch.
+    """
+
+    name: ClassVar[str] = "hungarian_batch_gpu"
+    problem: ClassVar[str] = "lap"
+    device: ClassVar[str] = "gpu"
+    kernel_families: ClassVar[tuple[str, ...]] = ("lap_batch",)
+    batchable: ClassVar[bool] = True
+
+    def __init__(self, threads: int = 0, smem_cost_bytes: int = SMEM_COST_BYTES):
+        if not (
+            isinstance(threads, int | np.integer) and not isinstance(threads, bool) and threads == 0
+        ):
+            try:
+                threads = block_size("threads", threads)
+            except ValueError as exc:
+                raise ValueError(f"{self.name}: {exc} (or 0 for the automatic choice)") from None
+        if (
+            isinstance(smem_cost_bytes, bool)
+            or not isinstance(smem_cost_bytes, int | np.integer)
+            or not 0 <= smem_cost_bytes <= SMEM_COST_BYTES_MAX
+        ):
+            raise ValueError(
+                f"{self.name}: smem_cost_bytes must be an integer in [0, "
+                f"{SMEM_COST_BYTES_MAX}], got {smem_cost_bytes!r}"
+            )
+        super().__init__(threads=int(threads), smem_cost_bytes=int(smem_cost_bytes))
+        self._batch: _Batch | None = None
+        self._timer: Any = None
+        self._answers: list[Assignment] | None = None
+        self._counters: dict[str, int] = {}
+
+    # -- sizes -----------------------------------------------------------------------
+
+    @staticmethod
+    def estimate_bytes(instance: CostMatrix) -> int:
+        """Device bytes of one instance in a batch: its costs, its answer (row_to_col
+        int32, u and v 8 bytes each), its meta row and stats."""
+        n = instance.n
+        return int(instance.costs.nbytes + 20 * n + 3 * 8 + 2 * 8)
+
+    @classmethod
+    def estimate_batch_bytes(cls, instances: list[CostMatrix]) -> int:
+        return int(sum(cls.estimate_bytes(inst) for inst in instances))
+
+    def skip(self, instance: Any) -> tuple[bool, str | None]:
+        try:
+            import cupy as cp
+
+            free, _total = cp.cuda.runtime.memGetInfo()
+            limit = _smem_limit()
+        except Exception as exc:  # no CuPy, no driver or no device
+            return True, f"no usable CUDA device: {exc}"
+        n = instance.n
+        need_smem = smem_bytes(n, instance.costs.dtype.itemsize, False)
+        if need_smem > limit:
+            return True, (
+                f"n = {n} needs {need_smem} bytes of shared memory per block, more than "
+                f"the {limit} this GPU gives (n <= {max_n(limit)}); use cu_tree"
+            )
+        need = self.estimate_bytes(instance)
+        if need > free:
+            return True, f"needs about {need} bytes of GPU memory, {free} free"
+        return False, None
+
+    # -- life cycle ------------------------------------------------------------------
+
+    def prepare(self, instance: CostMatrix, init: Any | None = None) -> None:
+        """A batch of one."""
+        self.prepare_batch([instance], None if init is None else [init])
+
+    def result(self) -> Assignment:
+        return self.result_batch()[0]
+
+    def prepare_batch(self, instances: list, inits: list | None = None) -> None:
+        """Pack and upload the batch (untimed); reuses the upload for the same instances.
+
+        ``inits`` are ignored: the solver starts from its own column reduction, as the
+        other GPU LAP solvers start from theirs.
+        """
+        import cupy as cp
+
+        from matchbench.gpu.common import EventTimer
+
+        instances = list(instances)
+        if not instances:
+            raise ValueError(f"{self.name}: prepare_batch() got no instances")
+        for k, inst in enumerate(instances):
+            if not isinstance(inst, CostMatrix):
+                raise TypeError(
+                    f"{self.name}: instance {k} is a {type(inst).__name__}, not a CostMatrix"
+                )
+        held = self._batch
+        if (
+            held is None
+            or len(held.instances) != len(instances)
+            or any(a is not b for a, b in zip(held.instances, instances, strict=True))
+        ):
+            self._batch = None  # let the previous batch's arrays go first
+            self._batch = self._build(instances)
+        self._timer = EventTimer()
+        self._answers = None
+        self._counters = {}
+        cp.cuda.get_current_stream().synchronize()
+
+    def run(self) -> None:
+        import cupy as cp
+
+        b = self._batch
+        if b is None:
+            raise RuntimeError(f"{self.name}: run() before prepare_batch()")
+        # Nothing queued earlier (the uploads) may fall into the timed region.
+        cp.cuda.get_current_stream().synchronize()
+        with self._timer:
+            for g, d in zip(b.groups, b.dev, strict=True):
+                d["kern"](
+                    (len(g.members),),
+                    (g.threads,),
+                    (d["C"], d["meta"], d["r2c"], d["u"], d["v"], d["stats"]),
+                    shared_mem=d["shared"],
+                )
+        self._answers = None
+        self._counters = {
+            "batch_size": len(b.instances),
+            "kernel_launches": len(b.groups),
+            "host_syncs": 0,
+            "groups": len(b.groups),
+        }
+
+    def result_batch(self) -> list[Assignment]:
+        """The answers in input order; raises if a block reported an error."""
+        if self._answers is not None:
+            return self._answers
+        b = self._batch
+        if b is None or not self._counters:
+            raise RuntimeError(f"{self.name}: result_batch() before run()")
+        answers: list[Assignment | None] = [None] * len(b.instances)
+        steps = initial = 0
+        for g, d, meta in zip(b.groups, b.dev, b.meta_host, strict=True):
+            stats = d["stats"].get()
+            bad = np.flatnonzero(stats[:, 1])
+            if bad.size:
+                q = int(bad[0])
+                k = g.members[q]
+                code = int(stats[q, 1])
+                raise RuntimeError(
+                    f"{self.name}: the block of instance {k} ({b.instances[k].name}, n = "
+                    f"{g.ns[q]}) stopped: {KERNEL_ERRORS.get(code, f'error code {code}')} "
+                    f"({bad.size} instance(s) of {len(g.members)} in its launch failed)"
+                )
+            steps += int(stats[:, 0].sum())
+            initial += int(stats[:, 2].sum())
+            for k, ans in unpack_group(g, meta, d["r2c"].get(), d["u"].get(), d["v"].get()):
+                answers[k] = ans
+        self._counters["dijkstra_steps"] = steps
+        self._counters["initial_assignments"] = initial
+        self._answers = answers  # type: ignore[assignment]
+        return self._answers
+
+    def timings(self) -> dict[str, float]:
+        if self._timer is None or not self._counters:
+            return {}
+        return {"solve": self._timer.seconds}
+
+    def counters(self) -> dict[str, int]:
+        return dict(self._counters)
+
+    # -- building --------------------------------------------------------------------
+
+    def _build(self, instances: list[CostMatrix]) -> _Batch:
+        import cupy as cp
+
+        from matchbench.gpu.kernels import get_module
+
+        limit = _smem_limit()
+        groups = plan_groups(
+            [(inst.n, inst.costs.dtype) for inst in instances],
+            threads=self.params["threads"],
+            smem_cost_bytes=self.params["smem_cost_bytes"],
+            smem_limit=limit,
+        )
+        b = _Batch(instances, groups)
+        mod = get_module("lap_batch")
+        costs = [inst.costs for inst in instances]
+        for g in groups:
+            flat, meta = pack_group(costs, g)
+            kern = mod.get_function(g.kernel)
+            shared = g.shared_bytes
+            if shared > SMEM_DEFAULT_LIMIT:
+                kern.max_dynamic_shared_size_bytes = max(
+                    shared, int(getattr(kern, "max_dynamic_shared_size_bytes", 0) or 0)
+                )
+            dual = np.dtype(np.int64) if g.dtype.kind == "i" else np.dtype(np.float64)
+            total = g.total_n
+            b.dev.append(
+                {
+                    "kern": kern,
+                    "shared": shared,
+                    "C": cp.asarray(flat),
+                    "meta": cp.asarray(meta),
+                    "r2c": cp.empty(total, dtype=np.int32),
+                    "u": cp.empty(total, dtype=dual),
+                    "v": cp.empty(total, dtype=dual),
+                    "stats": cp.zeros((len(g.members), 3), dtype=np.int64),
+                }
+            )
+            b.meta_host.append(meta)
+        return b
+
+
+def _smem_limit() -> int:
+    """The dynamic shared memory a block of the current device may opt in to."""
+    import cupy as cp
+
+    attrs = cp.cuda.Device().attributes
+    return int(attrs.get("MaxSharedMemoryPerBlockOptin", SMEM_DEFAULT_LIMIT))

@@ -1,0 +1,587 @@
+"""The linear assignment problem (LAP): cost matrices, assignments and the dual certificate.
+
+An instance is a dense n x n cost matrix; an answer is a permutation ``row_to_col`` (row
+``i`` is assigned to column ``row_to_col[i]``), optionally with the dual potentials
+``u`` (rows) and ``v`` (columns) of the LP
+
+    max sum(u) + sum(v)  s.t.  u_i + v_j <= c_ij  for all i, j,
+
+the dual of the assignment LP (Date & Nagi 2016, Eqs. (1)-(7)). The verifier proves
+optimality from duals alone, never by a second solve: a permutation whose cost equals the
+objective of a feasible dual solution is optimal (weak duality). When a solver returns no
+duals (scipy, lapjv), the verifier derives them from the permutation: the potentials of
+the shortest paths in the residual graph of the assignment, which exist exactly when the
+assignment is optimal (no negative-cost alternating cycle).
+
+Exactness. Integer costs (int32, int64) are certified in exact int64 arithmetic. Float
+costs (float32, float64) are certified in float64 with the absolute tolerance
+``atol = FLOAT_RTOL * max(1, max|c|)``: every dual constraint may be violated by at most
+``atol``, every assigned pair's slack may be at most ``atol``, and primal and dual
+objectives may differ by at most ``n * atol``; a certified float answer is then optimal
+to within ``2 * n * atol``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import IO, Any, ClassVar
+
+import numpy as np
+from numba import njit
+
+from matchbench.core.errors import DatasetError
+from matchbench.core.problem import Problem, Verification, save_instance_npz
+
+#: Cost dtypes solved as given; other real dtypes are converted when that is lossless.
+COST_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
+#: Relative tolerance of the float certificate (see the module docstring).
+FLOAT_RTOL = 1e-9
+#: Relative tolerance under which solvers treat a float slack as zero. Two orders of
+#: magnitude under the certificate's, and far above the float64 rounding of the duals.
+SOLVER_RTOL = 1e-11
+#: The cost of the dummy rows or columns that pad a rectangular matrix to a square one.
+PAD_COST = 0
+#: Layout version of :meth:`CostMatrix.save_npz` files.
+NPZ_VERSION = 1
+
+
+def _err(name: str, msg: str) -> DatasetError:
+    return DatasetError(f"lap instance {name!r}: {msg}")
+
+
+def is_exact(costs: np.ndarray) -> bool:
+    """True for integer costs (certified exactly), False for float costs (tolerance)."""
+    return np.dtype(costs.dtype).kind in "iu"
+
+
+def dual_dtype(costs: np.ndarray) -> np.dtype:
+    """int64 duals for integer costs (exact), float64 duals for float costs."""
+    return np.dtype(np.int64) if is_exact(costs) else np.dtype(np.float64)
+
+
+def cost_scale(costs: np.ndarray) -> float:
+    """``max(1, max|c|)``: the scale the float tolerances are relative to."""
+    if costs.size == 0:
+        return 1.0
+    return max(1.0, float(np.max(np.abs(costs))))
+
+
+def certificate_atol(costs: np.ndarray) -> float:
+    """The verifier's absolute tolerance: 0 for integer costs, ``FLOAT_RTOL * scale`` else."""
+    return 0.0 if is_exact(costs) else FLOAT_RTOL * cost_scale(costs)
+
+
+def tight_eps(costs: np.ndarray) -> float:
+    """The solvers' zero-slack threshold: 0 for integer costs, ``SOLVER_RTOL * scale`` else.
+
+    Float duals drift by rounding, so a slack recomputed as ``c - u - v`` after a dual
+    update can come out as a tiny nonzero number where exact arithmetic gives 0; solvers
+    treat slacks ``<= tight_eps`` as zero.
+    """
+    return 0.0 if is_exact(costs) else SOLVER_RTOL * cost_scale(costs)
+
+
+def validate_costs(
+    costs: Any, name: str = "lap", *, pad: bool = False
+) -> tuple[np.ndarray, tuple[int, int]]:
+    """Check a cost matrix and bring it to one of :data:`COST_DTYPES`, square.
+
+    Returns ``(costs, original_shape)``; ``costs`` is C-contiguous. Rectangular matrices
+    are padded with :data:`PAD_COST` dummy rows or columns when ``pad`` is true: an
+    optimal assignment of the padded square matrix, restricted to the real rows and
+    columns, is an optimal assignment of the rectangular problem (every real row of the
+    shorter side is assigned; the dummies absorb the unused columns or rows at one
+    constant cost).
+
+    Raises
+    ------
+    DatasetError
+        (a ``ValueError``) naming the instance and the problem, for an empty matrix, a
+        matrix that is not 2-D, a non-real dtype (bool, complex, object, strings, dates),
+        NaN or infinite costs, a rectangular matrix without ``pad``, or int64 costs too
+        large for exact int64 dual arithmetic.
+    """
+    a = np.asarray(costs)
+    if a.ndim != 2:
+        raise _err(name, f"cost matrix must be 2-D, got shape {a.shape}")
+    if a.size == 0:
+        raise _err(name, f"cost matrix is empty (shape {a.shape})")
+    kind = a.dtype.kind
+    if kind == "b":
+        raise _err(name, "cost matrix has dtype bool; costs must be integers or floats")
+    if kind not in "iuf":
+        raise _err(name, f"cost matrix has dtype {a.dtype}; costs must be real integers or floats")
+    if kind == "f":
+        if a.dtype.itemsize > 8:
+            raise _err(name, f"cost dtype {a.dtype} is wider than float64")
+        if a.dtype.itemsize < 4:
+            a = a.astype(np.float32)
+        bad = ~np.isfinite(a)
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            raise _err(
+                name,
+                f"cost matrix has non-finite entries ({int(bad.sum())}, first "
+                f"c[{i}, {j}] = {a[i, j]})",
+            )
+    elif a.dtype not in COST_DTYPES:
+        lo, hi = int(a.min()), int(a.max())
+        i32 = np.iinfo(np.int32)
+        i64 = np.iinfo(np.int64)
+        if i32.min <= lo and hi <= i32.max:
+            a = a.astype(np.int32)
+        elif i64.min <= lo and hi <= i64.max:
+            a = a.astype(np.int64)
+        else:
+            raise _err(name, f"integer costs in [{lo}, {hi}] do not fit int64")
+    shape = (int(a.shape[0]), int(a.shape[1]))
+    if shape[0] != shape[1]:
+        if not pad:
+            raise _err(
+                name,
+                f"cost matrix is {shape[0]} x {shape[1]}, not square; pass "
+                "pad=True to pad it with zero-cost dummy rows or columns",
+            )
+        n = max(shape)
+        sq = np.full((n, n), PAD_COST, dtype=a.dtype)
+        sq[: shape[0], : shape[1]] = a
+        a = sq
+    n = a.shape[0]
+    if a.dtype == np.int64:
+        # Duals stay within n times the cost range in the Hungarian method; keep every
+        # intermediate sum of the certificate inside int64.
+        big = int(np.max(np.abs(a)))
+        if big > (2**62) // (2 * n + 2):
+            raise _err(
+                name,
+                f"int64 costs up to {big} are too large for exact dual "
+                f"arithmetic at n = {n} (limit {(2**62) // (2 * n + 2)})",
+            )
+    return np.ascontiguousarray(a), shape
+
+
+
+@dataclass(eq=False)
+class CostMatrix:
+    """A dense square LAP instance.
+
+    Attributes
+    ----------
+    costs : ndarray, shape (n, n)
+        int32, int64, float32 or float64, C-contiguous, finite.
+    name, family : str
+        Instance name (``uniform_n1000_rn_s1``) and dataset family (``lap_uniform``).
+    params : dict
+        Generator or loader parameters, plain data. A padded instance records its
+        original shape as ``params["padded_from"] = [rows, cols]``.
+
+    Construct with :meth:`from_array` to pad rectangular matrices; the constructor checks
+    the matrix (see :func:`validate_costs`) and rejects rectangular ones.
+    """
+
+    costs: np.ndarray
+    name: str = "lap"
+    family: str = "custom"
+    params: dict[str, Any] = field(default_factory=dict)
+
+    problem: ClassVar[str] = "lap"
+
+    def __post_init__(self) -> None:
+        self.costs, _ = validate_costs(self.costs, self.name, pad=False)
+
+    @classmethod
+    def from_array(
+        cls,
+        costs: Any,
+        *,
+        name: str = "lap",
+        family: str = "custom",
+        params: dict[str, Any] | None = None,
+        pad: bool = False,
+    ) -> CostMatrix:
+        """Build from any real 2-D array; ``pad=True`` pads a rectangular one (see
+        :func:`validate_costs`)."""
+        a, shape = validate_costs(costs, name, pad=pad)
+        params = dict(params or {})
+        if a.shape != shape:
+            params["padded_from"] = list(shape)
+        return cls(a, name=name, family=family, params=params)
+
+    @property
+    def n(self) -> int:
+        return int(self.costs.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.costs.nbytes)
+
+    @property
+    def original_shape(self) -> tuple[int, int]:
+        """(rows, cols) before padding."""
+        r, c = self.params.get("padded_from", (self.n, self.n))
+        return int(r), int(c)
+
+    def real_pairs(self, assignment: Assignment) -> tuple[np.ndarray, np.ndarray]:
+        """The assigned (row, col) pairs between real rows and columns (padding dropped)."""
+        r, c = self.original_shape
+        rows = np.arange(self.n)
+        cols = np.asarray(assignment.row_to_col)
+        keep = (rows < r) & (cols < c)
+        return rows[keep], cols[keep]
+
+    def save_npz(self, file: str | os.PathLike | IO[bytes]) -> None:
+        """Write the instance to an uncompressed ``.npz`` file (see :meth:`load_npz`).
+
+        Holds ``costs``, ``name``, ``family``, ``params`` as JSON, and ``kind``
+        (``"module:Class"``), which tells a reader that does not know the family which
+        class's ``load_npz`` to call. A path is written exactly there (numpy's habit of
+        appending ``.npz`` is avoided).
+        """
+        save_instance_npz(
+            self,
+            file,
+            NPZ_VERSION,
+            costs=self.costs,
+        )
+
+    @classmethod
+    def load_npz(cls, file: str | os.PathLike | IO[bytes]) -> CostMatrix:
+        """Read an instance written by :meth:`save_npz`.
+
+        Raises
+        ------
+        ValueError
+            For another layout version or a bad matrix (:class:`DatasetError`, see
+            :func:`validate_costs`); reading errors of numpy and zipfile pass through.
+        """
+        with np.load(file, allow_pickle=False) as z:
+            version = int(z["version"])
+            if version != NPZ_VERSION:
+                raise ValueError(f"CostMatrix npz layout {version}, expected {NPZ_VERSION}")
+            costs = z["costs"]
+            name, family = str(z["name"][()]), str(z["family"][()])
+            params = json.loads(str(z["params"][()]))
+        if not isinstance(params, dict):
+            raise ValueError(f"{name}: params is not a JSON object")
+        return cls(costs, name=name, family=family, params=params)
+
+    def permuted(self, seed: int) -> CostMatrix:
+        """The RCP transform: a random row and a random column permutation (same optimum)."""
+        rng = np.random.default_rng(seed)
+        pr = rng.permutation(self.n)
+        pc = rng.permutation(self.n)
+        params = dict(self.params, rcp=True, rcp_seed=int(seed))
+        return CostMatrix(
+            self.costs[pr][:, pc], name=f"{self.name}_rcp", family=self.family, params=params
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Instance columns of a result row (of the square, padded problem)."""
+        return {
+            "instance": self.name,
+            "family": self.family,
+            "n_rows": self.n,
+            "n_cols": self.n,
+            "n_edges": self.n * self.n,
+        }
+
+
+@dataclass
+class Assignment:
+    """An answer: ``row_to_col[i]`` is the column of row ``i``; duals when the solver has them.
+
+    ``u`` and ``v`` are int64 for integer costs and float64 for float costs.
+    """
+
+    row_to_col: np.ndarray
+    u: np.ndarray | None = None
+    v: np.ndarray | None = None
+
+    @property
+    def col_to_row(self) -> np.ndarray:
+        perm = np.asarray(self.row_to_col)
+        inv = np.full(perm.shape[0], -1, dtype=np.int64)
+        inv[perm] = np.arange(perm.shape[0])
+        return inv
+
+
+# ---------------------------------------------------------------------------------------
+# Certificate kernels (numba). Integer instances run in int64, float ones in float64; the
+# dtype of the potentials passed in selects the arithmetic.
+# ---------------------------------------------------------------------------------------
+
+
+@njit(cache=True)
+def _min_reduced_cost(costs, u, v):
+    """``(min_ij c_ij - u_i - v_j, i, j)``: the worst dual constraint, in u's dtype."""
+    n = costs.shape[0]
+    best = costs[0, 0] - u[0] - v[0]
+    bi = 0
+    bj = 0
+    for i in range(n):
+        ui = u[i]
+        for j in range(n):
+            s = costs[i, j] - ui - v[j]
+            if s < best:
+                best = s
+                bi = i
+                bj = j
+    return best, bi, bj
+
+
+@njit(cache=True)
+def _residual_potentials(costs, perm, pot, pred, tol):
+    """Bellman-Ford on the residual graph of the assignment ``perm``; see :func:`derive_duals`.
+
+    Node ``j`` stands for column ``j`` and the row assigned to it. Row ``i`` (node
+    ``perm[i]``) reaches node ``j`` at cost ``c[i, j] - c[inv[j], j]``: row ``i`` takes
+    column ``j`` and the row that held ``j`` gives it up. ``pot`` starts at 0 (a virtual
+    source joined to every node by a 0-cost arc) and is lowered in rounds; a round only
+    relaxes the arcs out of nodes lowered in the previous round (O(n^2) per round).
+    Returns -1 when the potentials converge within n rounds, else a node lowered in round
+    n + 1, which lies on or leads to a negative cycle of the predecessor graph.
+    """
+    n = costs.shape[0]
+    held = np.empty(n, dtype=pot.dtype)  # c[inv[j], j]: the cost column j carries now
+    for i in range(n):
+        held[perm[i]] = costs[i, perm[i]]
+    changed = np.ones(n, dtype=np.bool_)
+    nxt = np.zeros(n, dtype=np.bool_)
+    for _round in range(n + 1):
+        any_change = False
+        for i in range(n):
+            src = perm[i]
+            if not changed[src]:
+                continue
+            base = pot[src]
+            for j in range(n):
+                cand = base + costs[i, j] - held[j]
+                if cand < pot[j] - tol:
+                    pot[j] = cand
+                    pred[j] = i
+                    nxt[j] = True
+                    any_change = True
+        if not any_change:
+            return -1
+        for j in range(n):
+            changed[j] = nxt[j]
+            nxt[j] = False
+    for j in range(n):
+        if changed[j]:
+            return j
+    return -1
+
+
+def _negative_cycle(costs: np.ndarray, perm: np.ndarray, pred: np.ndarray, start: int):
+    """Rows of a cycle of the predecessor graph reached from node ``start``, and the cost
+    change of moving each of its rows to the column it points to (negative: improvement)."""
+    n = perm.shape[0]
+    node = start
+    for _ in range(n):  # n steps from any node land on the cycle
+        node = int(perm[pred[node]])
+    cycle_cols = [node]
+    cur = int(perm[pred[node]])
+    while cur != node and len(cycle_cols) <= n:
+        cycle_cols.append(cur)
+        cur = int(perm[pred[cur]])
+    if cur != node:
+        return None, None
+    inv = np.empty(n, dtype=np.int64)
+    inv[perm] = np.arange(n)
+    delta = 0
+    rows = []
+    for j in cycle_cols:
+        i = int(pred[j])
+        rows.append(i)
+        delta += costs[i, j].item() - costs[inv[j], j].item()
+    return rows[::-1], delta
+
+
+def derive_duals(
+    costs: np.ndarray, perm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray] | tuple[None, str]:
+    """Duals certifying ``perm``, derived from it alone, or ``(None, reason)``.
+
+    The potentials ``pot`` of shortest paths in the residual graph (see
+    :func:`_residual_potentials`) give ``u_i = -pot[perm[i]]`` and
+    ``v_j = c[inv[j], j] + pot[j]``: tight on every assigned pair by construction, and
+    feasible exactly when no arc can still be relaxed. A negative cycle instead proves
+    ``perm`` non-optimal; the reason names its rows and the cost it saves.
+
+    Notes
+    -----
+    The optimality condition is the classical one for min-cost flow (Ahuja, Magnanti &
+    Orlin 1993, Thm. 9.1: a feasible flow is optimal iff its residual network has no
+    negative cycle) applied to the assignment as a flow; Date & Nagi 2016, Sec. 2 states
+    the complementary-slackness form (8) that the derived duals satisfy.
+    """
+    n = costs.shape[0]
+    dt = dual_dtype(costs)
+    pot = np.zeros(n, dtype=dt)
+    pred = np.full(n, -1, dtype=np.int64)
+    tol = dt.type(certificate_atol(costs) / 2)
+    start = _residual_potentials(costs, perm.astype(np.int64), pot, pred, tol)
+    if start >= 0:
+        rows, delta = _negative_cycle(costs, perm, pred, int(start))
+        if rows is None:
+            return None, "derived duals did not converge in n rounds of Bellman-Ford"
+        shown = rows if len(rows) <= 12 else rows[:12] + ["..."]
+        return None, (
+            f"not optimal: the residual graph has a negative-cost alternating "
+            f"cycle through rows {shown} (length {len(rows)}); moving each of "
+            f"them to the next column on it changes the cost by {delta}"
+        )
+    held = np.empty(n, dtype=dt)
+    held[perm] = costs[np.arange(n), perm]
+    u = -pot[perm]
+    v = held + pot
+    return u, v
+
+
+class LAP(Problem):
+    """Linear assignment: minimize the total cost of a perfect assignment.
+
+    Notes
+    -----
+    Date & Nagi, "GPU-accelerated Hungarian algorithms for the Linear Assignment Problem",
+    Parallel Computing 2016, Sec. 2: the primal (1)-(4), the dual (5)-(7) and the
+    complementary slackness condition (8) that :meth:`verify` checks.
+    """
+
+    name: ClassVar[str] = "lap"
+    objective: ClassVar[str] = "cost"
+    sense: ClassVar[str] = "min"
+    exact: ClassVar[bool] = True
+
+    def verify(self, instance: CostMatrix, solution: Any) -> Verification:
+        """Certify ``solution`` (an :class:`Assignment`, or a bare ``row_to_col`` array).
+
+        Checks, in order: ``row_to_col`` is a permutation of ``0..n-1``; the duals (the
+        solution's, else derived by :func:`derive_duals`) have the right shape and, for
+        integer costs, integer values; ``u_i + v_j <= c_ij`` for every pair; equality on
+        every assigned pair; primal cost == ``sum(u) + sum(v)``. Tolerances for float
+        costs are in the module docstring. ``objective`` is the cost recomputed from the
+        matrix; ``bound`` the dual objective; ``reference`` the bound when verified.
+        """
+        costs = instance.costs
+        n = costs.shape[0]
+        if isinstance(solution, Assignment):
+            perm, u, v = solution.row_to_col, solution.u, solution.v
+        else:
+            perm, u, v = solution, None, None
+        perm = np.asarray(perm)
+        nan = float("nan")
+        if perm.shape != (n,):
+            return Verification(False, f"row_to_col has shape {perm.shape}, expected ({n},)", nan)
+        if perm.dtype.kind not in "iu":
+            return Verification(False, f"row_to_col has dtype {perm.dtype}, expected integers", nan)
+        perm = perm.astype(np.int64)
+        if n and (perm.min() < 0 or perm.max() >= n):
+            bad = int(np.flatnonzero((perm < 0) | (perm >= n))[0])
+            return Verification(
+                False,
+                f"not a permutation: row {bad} is assigned to column "
+                f"{int(perm[bad])}, outside [0, {n})",
+                nan,
+            )
+        counts = np.bincount(perm, minlength=n)
+        if (counts != 1).any():
+            j = int(np.flatnonzero(counts > 1)[0])
+            rows = np.flatnonzero(perm == j)[:4].tolist()
+            return Verification(
+                False, f"not a permutation: column {j} is assigned to rows {rows}", nan
+            )
+
+        exact = is_exact(costs)
+        dt = dual_dtype(costs)
+        assigned = costs[np.arange(n), perm]
+        primal = (
+            int(assigned.sum(dtype=np.int64)) if exact else float(assigned.sum(dtype=np.float64))
+        )
+        objective = float(primal)
+        atol = certificate_atol(costs)
+
+        derived = u is None and v is None
+        if derived:
+            u, v = derive_duals(costs, perm)
+            if u is None:
+                return Verification(False, v, objective)
+        elif u is None or v is None:
+            return Verification(False, "only one of the dual arrays u, v was given", objective)
+        u = np.asarray(u)
+        v = np.asarray(v)
+        if u.shape != (n,) or v.shape != (n,):
+            return Verification(
+                False, f"duals have shapes {u.shape} and {v.shape}, expected ({n},)", objective
+            )
+        if exact:
+            u, v = _integral(u), _integral(v)
+            if u is None or v is None:
+                return Verification(
+                    False,
+                    "integer costs need integer duals (int dtype, or "
+                    "integral floats under 2**53) for an exact "
+                    "certificate",
+                    objective,
+                )
+        else:
+            if u.dtype.kind not in "iuf" or v.dtype.kind not in "iuf":
+                return Verification(False, f"duals have dtypes {u.dtype}, {v.dtype}", objective)
+            u = u.astype(np.float64)
+            v = v.astype(np.float64)
+            if not (np.isfinite(u).all() and np.isfinite(v).all()):
+                return Verification(False, "duals have non-finite entries", objective)
+        source = "derived " if derived else ""
+
+        worst, wi, wj = _min_reduced_cost(costs, u.astype(dt), v.astype(dt))
+        if worst < -atol:
+            return Verification(
+                False,
+                f"{source}duals infeasible: u[{wi}] + v[{wj}] = {u[wi] + v[wj]} exceeds "
+                f"c[{wi}, {wj}] = {costs[wi, wj]} (by {-worst}; tolerance {atol})",
+                objective,
+            )
+        slack = assigned.astype(dt) - u.astype(dt) - v[perm].astype(dt)
+        off = np.abs(slack) > atol
+        if off.any():
+            i = int(np.flatnonzero(off)[0])
+            return Verification(
+                False,
+                f"complementary slackness fails: assigned pair ({i}, {int(perm[i])}) has "
+                f"reduced cost {slack[i]} (tolerance {atol}); the assignment or the duals "
+                f"are not optimal",
+                objective,
+            )
+        if exact:
+            bound_exact = int(u.sum(dtype=np.int64)) + int(v.sum(dtype=np.int64))
+            bound = float(bound_exact)
+            if bound_exact != primal:
+                return Verification(
+                    False, f"primal cost {primal} != dual objective {bound_exact}", objective, bound
+                )
+        else:
+            bound = float(u.sum() + v.sum())
+            if abs(bound - primal) > n * atol + 1e-12 * cost_scale(costs) * n:
+                return Verification(
+                    False,
+                    f"primal cost {primal} and dual objective {bound} "
+                    f"differ by more than n * atol = {n * atol}",
+                    objective,
+                    bound,
+                )
+        return Verification(True, None, objective, bound=bound, reference=bound)
+
+
+def _integral(a: np.ndarray) -> np.ndarray | None:
+    """``a`` as int64 when it holds integers exactly, else None."""
+    if a.dtype.kind in "iu":
+        if a.dtype == np.uint64 and a.size and a.max() > np.iinfo(np.int64).max:
+            return None
+        return a.astype(np.int64)
+    if a.dtype.kind == "f":
+        if not np.isfinite(a).all() or (np.abs(a) >= 2.0**53).any() or (a != np.round(a)).any():
+            return None
+        return a.astype(np.int64)
+    return None

@@ -1,0 +1,1 @@
+"""The mcm family: see :mod:`matchbench.families.mcm.problem`."""

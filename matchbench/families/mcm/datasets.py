@@ -1,0 +1,76 @@
+"""The MCM family's datasets: bipartite graphs from generators, files and the smoke set.
+
+The graph constructions live in the shared :mod:`matchbench.graphs` layer (the weighted
+and community families build on them too); this module tags them as MCM datasets, the
+names the ``conf/dataset`` files point at.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from matchbench.core.errors import DatasetError
+from matchbench.datasets import dataset
+from matchbench.graphs import generators, mtx, suitesparse
+from matchbench.graphs.bipartite import BipartiteGraph
+from matchbench.graphs.mtx import read
+
+__all__ = [
+    "SMOKE_DIR", "delaunay", "erdos_renyi", "grid", "kronecker", "mtx_file", "read",
+    "rgg", "road", "smoke", "smoke_names", "suitesparse_matrix",
+]
+
+SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
+
+
+def _mcm(fn: Callable[..., Any], *, disk_cache: bool = False) -> Callable[..., Any]:
+    """``fn`` as an MCM dataset function of this module (the shared function stays untagged)."""
+
+    @functools.wraps(fn)
+    def tagged(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    tagged.__module__ = __name__
+    return dataset("mcm", disk_cache=disk_cache)(tagged)
+
+
+kronecker = _mcm(generators.kronecker, disk_cache=True)
+delaunay = _mcm(generators.delaunay, disk_cache=True)
+rgg = _mcm(generators.rgg, disk_cache=True)
+grid = _mcm(generators.grid, disk_cache=True)
+road = _mcm(generators.road, disk_cache=True)
+erdos_renyi = _mcm(generators.erdos_renyi, disk_cache=True)
+#: ``dataset=mtx``: any Matrix Market file as the bipartite graph rows x columns.
+mtx_file = _mcm(mtx.load)
+#: ``dataset=suitesparse``: a SuiteSparse matrix, downloaded and cached.
+suitesparse_matrix = _mcm(suitesparse.load)
+
+
+def smoke_names() -> list[str]:
+    """The names (file stems) of the instances in ``matchbench/families/mcm/smoke/``."""
+    return sorted(p.name[: -len(".mtx")] for p in SMOKE_DIR.glob("*.mtx"))
+
+
+@dataset("mcm")
+def smoke(name: str | None = None) -> BipartiteGraph:
+    """One of the tiny instances shipped in the package (``smoke/README.md`` lists them).
+
+    Parameters
+    ----------
+    name : str
+        File stem in ``matchbench/families/mcm/smoke/``; required (the default only turns a
+        config without ``name`` into a message that lists the choices).
+
+    Raises
+    ------
+    DatasetError
+        For a missing or unknown name.
+    """
+    names = smoke_names()
+    if name is None or name not in names:
+        what = "a name is required" if name is None else f"no smoke instance {name!r}"
+        raise DatasetError(f"smoke: {what}; available: {', '.join(names)}")
+    return read(SMOKE_DIR / f"{name}.mtx", name=name, family="smoke")

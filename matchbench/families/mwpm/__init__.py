@@ -1,0 +1,1 @@
+"""The mwpm family: see :mod:`matchbench.families.mwpm.problem`."""

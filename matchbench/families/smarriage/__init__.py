@@ -1,0 +1,1 @@
+"""The smarriage family: see :mod:`matchbench.families.smarriage.problem`."""

@@ -1,0 +1,1 @@
+"""The wmatch family: see :mod:`matchbench.families.wmatch.problem`."""

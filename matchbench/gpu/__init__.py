@@ -1,0 +1,1 @@
+"""Shared GPU plumbing: the kernel loader, timers, device helpers."""

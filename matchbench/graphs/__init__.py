@@ -1,0 +1,1 @@
+"""Shared graph models and readers (bipartite CSR, weighted graph, Matrix Market, generators)."""

@@ -1,0 +1,414 @@
+"""Synthetic graph families, deterministic by seed, sized by ``scale = log2(vertices)``.
+
+Each generator returns a :class:`~matchbench.graphs.bipartite.BipartiteGraph` whose
+``name`` follows the DIMACS10 / SuiteSparse instance it imitates (``kron_g500-logn20``,
+``delaunay_n20``, ``rgg_n_2_20_s0``) and whose ``params`` hold ``scale``, ``seed`` and the
+generator's parameters. An undirected graph on n vertices is the n x n bipartite graph of
+its symmetric adjacency matrix (Deveci et al. 2013, Sec. 4, take the DIMACS10 graphs so).
+
+All work is vectorised numpy/scipy over all edges at once; the Kronecker generator also
+spreads its edge chunks over threads (numpy's random generators and array operations
+release the GIL). Results do not depend on the number of threads.
+
+Geometric families (Delaunay, random geometric) number their points along horizontal
+strips (ordered by strip, then by x), so that the original numbering has the spatial
+locality that the RCP variant (a random permutation, Deveci et al. 2013, Sec. 4) removes.
+The grid and road families are numbered row by row for the same reason; the Kronecker
+family is randomly permuted by construction (Graph500).
+
+Every generator is tagged ``@dataset("mcm", disk_cache=True)``, so that
+:func:`~matchbench.datasets.load` keeps the graphs it makes on disk across runs. A change
+that makes a generator return another graph for the same arguments must bump
+:data:`~matchbench.datasets.CACHE_FORMAT`, or runs go on reading the old graphs.
+"""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from matchbench.core.errors import DatasetError
+from matchbench.core.params import host_cores
+from matchbench.graphs.bipartite import INT32_MAX, BipartiteGraph, index_dtype
+
+__all__ = ["delaunay", "erdos_renyi", "grid", "kronecker", "rgg", "road"]
+
+# Kronecker edges are drawn in chunks of this many, one random stream each: a constant,
+# so that the graph of a seed is the same whatever the thread count.
+_KRON_CHUNK = 1 << 20
+_MAX_SCALE = 40
+
+
+def _check_int(what: str, value: Any, lo: int, hi: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise DatasetError(f"{what} must be an integer, not {value!r}")
+    if value < lo or (hi is not None and value > hi):
+        bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise DatasetError(f"{what} must be {bound}, not {value}")
+    return int(value)
+
+
+def _from_symmetric_csr(
+    a: sp.csr_matrix, *, name: str, family: str, params: dict[str, Any]
+) -> BipartiteGraph:
+    """A graph from a canonical CSR with a symmetric pattern: both directions are equal."""
+    n = a.shape[0]
+    idx = index_dtype(n, a.nnz)
+    ptr = a.indptr.astype(idx, copy=False)
+    ind = a.indices.astype(idx, copy=False)
+    # Copies, not views: the two directions must stay independent arrays for callers.
+    return BipartiteGraph(
+        n_rows=n,
+        n_cols=n,
+        row_ptr=ptr,
+        row_ind=ind,
+        col_ptr=ptr.copy(),
+        col_ind=ind.copy(),
+        name=name,
+        family=family,
+        params=params,
+    )
+
+
+def _symmetric_graph(
+    u: np.ndarray, v: np.ndarray, n: int, *, name: str, family: str, params: dict[str, Any]
+) -> BipartiteGraph:
+    """The undirected graph of edges (u, v), both directions, without self-loops/duplicates."""
+    keep = u != v
+    k = int(np.count_nonzero(keep))
+    idx = np.int32 if n <= INT32_MAX else np.int64
+    # Filled in place: at scale 20+ each temporary array costs seconds of page faults.
+    rows = np.empty(2 * k, dtype=idx)
+    cols = np.empty(2 * k, dtype=idx)
+    np.compress(keep, u, out=rows[:k])
+    np.compress(keep, v, out=rows[k:])
+    cols[:k] = rows[k:]
+    cols[k:] = rows[:k]
+    del keep
+    # bool data: summing duplicates saturates at True, so no edge can cancel out.
+    a = sp.coo_matrix((np.ones(rows.shape[0], dtype=bool), (rows, cols)), shape=(n, n))
+    del rows, cols
+    a = a.tocsr()
+    a.sum_duplicates()
+    a.sort_indices()
+    return _from_symmetric_csr(a, name=name, family=family, params=params)
+
+
+def unit_square_points(n: int, seed: int) -> np.ndarray:
+    """The ``n`` points of :func:`delaunay` and :func:`rgg`: uniform in the unit square, seeded,
+    numbered by :func:`_strip_order` (shared so that weighted variants can measure edges)."""
+    points = np.random.default_rng(seed).random((n, 2))
+    return points[_strip_order(points)]
+
+
+def _strip_order(points: np.ndarray) -> np.ndarray:
+    """Permutation that numbers points by horizontal strip, then by x (ceil(sqrt n) strips)."""
+    n = points.shape[0]
+    strips = math.isqrt(n - 1) + 1 if n > 1 else 1
+    strip = np.minimum((points[:, 1] * strips).astype(np.int64), strips - 1)
+    # x < 1, so strip + x orders by strip first, then x: one argsort instead of a lexsort.
+    return np.argsort(strip + points[:, 0], kind="stable")
+
+
+def kronecker(
+    scale: int,
+    edge_factor: int = 16,
+    seed: int = 1,
+    a: float = 0.57,
+    b: float = 0.19,
+    c: float = 0.19,
+) -> BipartiteGraph:
+    """Graph500 Kronecker (R-MAT) graph with ``2**scale`` vertices.
+
+    Parameters
+    ----------
+    scale : int
+        log2 of the vertex count.
+    edge_factor : int
+        Generated edges per vertex (before symmetrising and removing duplicates and
+        self-loops, which leaves fewer; many vertices stay isolated).
+    seed : int
+    a, b, c : float
+        Initiator probabilities of the top-left, top-right and bottom-left quadrants
+        (``d = 1 - a - b - c``).
+
+    Returns
+    -------
+    BipartiteGraph
+        Symmetric, no self-loops or duplicate edges; name ``kron_g500-logn{scale}``,
+        family ``kron``.
+
+    Notes
+    -----
+    Graph500 reference generator (``kronecker_generator.m``, also the generator of the
+    DIMACS10 ``kron_g500-logn*`` graphs Deveci et al. 2013 use in Table 2): for each of
+    the ``scale`` bit levels and for all edges at once, the row bit is set with
+    probability ``1 - (a + b)`` and the column bit with probability ``d / (c + d)`` or
+    ``b / (a + b)`` as the row bit is set or not; then the vertex labels are randomly
+    permuted. The reference's final shuffle of the edge list is skipped: the CSR order
+    makes it irrelevant. With ``edge_factor=48`` the edge counts come within 1% of the
+    DIMACS10 matrices' nonzeros: 10,140,140 vs 10,228,360 at scale 17, 21,004,246 vs
+    21,165,908 at scale 18 (seed 1).
+    """
+    scale = _check_int("kronecker: scale", scale, 1, _MAX_SCALE)
+    edge_factor = _check_int("kronecker: edge_factor", edge_factor, 1)
+    seed = _check_int("kronecker: seed", seed, 0)
+    a, b, c = float(a), float(b), float(c)
+    if min(a, b, c) <= 0 or a + b + c >= 1:
+        raise DatasetError(
+            f"kronecker: need a, b, c > 0 and a + b + c < 1, got a={a}, b={b}, c={c}"
+        )
+    n = 1 << scale
+    m = edge_factor * n
+    ab = a + b
+    c_norm = c / (1.0 - ab)
+    a_norm = a / ab
+
+    perm_seq, edge_seq = np.random.SeedSequence(seed).spawn(2)
+    n_chunks = -(-m // _KRON_CHUNK)
+    chunk_seqs = edge_seq.spawn(n_chunks)
+    idx = np.int32 if n <= INT32_MAX else np.int64
+    u = np.empty(m, dtype=idx)
+    v = np.empty(m, dtype=idx)
+
+    def draw(k: int) -> None:
+        lo = k * _KRON_CHUNK
+        hi = min(m, lo + _KRON_CHUNK)
+        rng = np.random.Generator(np.random.PCG64(chunk_seqs[k]))
+        ii = np.zeros(hi - lo, dtype=np.int64)
+        jj = np.zeros(hi - lo, dtype=np.int64)
+        for level in range(scale):
+            ii_bit = rng.random(hi - lo) > ab
+            jj_bit = rng.random(hi - lo) > np.where(ii_bit, c_norm, a_norm)
+            ii += ii_bit.astype(np.int64) << level
+            jj += jj_bit.astype(np.int64) << level
+        u[lo:hi] = ii
+        v[lo:hi] = jj
+
+    with ThreadPoolExecutor(max_workers=min(host_cores(), n_chunks)) as pool:
+        list(pool.map(draw, range(n_chunks)))
+    perm = np.random.default_rng(perm_seq).permutation(n).astype(idx)
+    u = perm[u]
+    v = perm[v]
+    params = {"scale": scale, "seed": seed, "edge_factor": edge_factor, "a": a, "b": b, "c": c}
+    # Graph500's edge factor 16 keeps the plain name; other densities (48 matches the
+    # DIMACS10 matrices) say so, so that two different graphs never share a name.
+    name = f"kron_g500-logn{scale}" + ("" if edge_factor == 16 else f"-ef{edge_factor:g}")
+    return _symmetric_graph(u, v, n, name=name, family="kron", params=params)
+
+
+def delaunay(scale: int, seed: int = 1) -> BipartiteGraph:
+    """Delaunay triangulation of ``2**scale`` uniform random points in the unit square.
+
+    Returns
+    -------
+    BipartiteGraph
+        The triangles' edges, symmetric; average degree just under 6 (``6 - O(sqrt(n)/n)``
+        from the hull). Name ``delaunay_n{scale}``, family ``delaunay``.
+
+    Notes
+    -----
+    As the DIMACS10 ``delaunay_n*`` graphs of Deveci et al. 2013, Table 2. Qhull (through
+    ``scipy.spatial.Delaunay``) triangulates; points it leaves out as coincident, which
+    uniform random doubles make practically impossible, would be isolated vertices.
+    """
+    scale = _check_int("delaunay: scale", scale, 2, _MAX_SCALE)
+    seed = _check_int("delaunay: seed", seed, 0)
+    from scipy.spatial import Delaunay
+
+    n = 1 << scale
+    # Sorted input also makes Qhull's incremental insertion faster (better locality).
+    points = unit_square_points(n, seed)
+    indptr, indices = Delaunay(points).vertex_neighbor_vertices
+    a = sp.csr_matrix((np.ones(indices.shape[0], dtype=bool), indices, indptr), shape=(n, n))
+    a.sum_duplicates()
+    a.sort_indices()
+    params = {"scale": scale, "seed": seed}
+    return _from_symmetric_csr(a, name=f"delaunay_n{scale}", family="delaunay", params=params)
+
+
+def rgg(scale: int, seed: int = 1, radius_factor: float = 0.55) -> BipartiteGraph:
+    """Random geometric graph of ``2**scale`` uniform random points in the unit square.
+
+    Two points are adjacent when their distance is below
+    ``radius_factor * sqrt(ln n / n)``.
+
+    Returns
+    -------
+    BipartiteGraph
+        Symmetric, no self-loops; expected degree about ``(n - 1) * pi * r**2`` less a
+        boundary loss. Name ``rgg_n_2_{scale}_s{seed}``, family ``rgg``.
+
+    Notes
+    -----
+    As the DIMACS10 ``rgg_n_2_*_s0`` graphs of Deveci et al. 2013, Table 2, whose radius
+    is ``0.55 * sqrt(ln n / n)``. Pairs come from ``scipy.spatial.cKDTree.query_pairs``.
+    """
+    scale = _check_int("rgg: scale", scale, 1, _MAX_SCALE)
+    seed = _check_int("rgg: seed", seed, 0)
+    radius_factor = float(radius_factor)
+    if radius_factor <= 0:
+        raise DatasetError(f"rgg: radius_factor must be > 0, not {radius_factor}")
+    from scipy.spatial import cKDTree
+
+    n = 1 << scale
+    radius = radius_factor * math.sqrt(math.log(n) / n)
+    points = unit_square_points(n, seed)
+    pairs = cKDTree(points).query_pairs(radius, output_type="ndarray")
+    params = {"scale": scale, "seed": seed, "radius_factor": radius_factor, "radius": radius}
+    return _symmetric_graph(
+        pairs[:, 0], pairs[:, 1], n, name=f"rgg_n_2_{scale}_s{seed}", family="rgg", params=params
+    )
+
+
+def _grid_edges(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
+    """4-neighbour edges of an h x w grid numbered row by row: horizontal ones first."""
+    ids = np.arange(h * w, dtype=np.int64).reshape(h, w)
+    u = np.concatenate([ids[:, :-1].ravel(), ids[:-1, :].ravel()])
+    v = np.concatenate([ids[:, 1:].ravel(), ids[1:, :].ravel()])
+    return u, v
+
+
+def _grid_shape(scale: int) -> tuple[int, int]:
+    return 1 << (scale // 2), 1 << (scale - scale // 2)
+
+
+def grid(scale: int, seed: int = 1) -> BipartiteGraph:
+    """2-D 4-neighbour grid of ``2**(scale // 2)`` x ``2**(scale - scale // 2)`` vertices.
+
+    ``seed`` changes nothing (the grid is fixed); it is kept so that every family takes
+    the same arguments. Name ``grid2d_{scale}``, family ``grid``.
+
+    Notes
+    -----
+    A structured mesh: every maximum matching is perfect when the vertex count is even,
+    and augmenting paths are long on the RCP variant (Deveci et al. 2013, Sec. 4).
+    """
+    scale = _check_int("grid: scale", scale, 1, _MAX_SCALE)
+    seed = _check_int("grid: seed", seed, 0)
+    h, w = _grid_shape(scale)
+    u, v = _grid_edges(h, w)
+    params = {"scale": scale, "seed": seed, "rows": h, "cols": w}
+    return _symmetric_graph(u, v, h * w, name=f"grid2d_{scale}", family="grid", params=params)
+
+
+def road(
+    scale: int,
+    seed: int = 1,
+    remove_fraction: float = 0.35,
+    shortcut_fraction: float = 0.02,
+) -> BipartiteGraph:
+    """A road-network-like planar graph: a thinned grid with a few diagonal shortcuts.
+
+    Start from the grid of :func:`grid`; remove each edge independently with probability
+    ``remove_fraction``; give every vertex left isolated back one of its grid edges (road
+    networks have no isolated junctions); then add ``round(shortcut_fraction * n)``
+    diagonals, each in a distinct grid cell and with a random orientation (one diagonal
+    per cell, so the graph stays planar).
+
+    The defaults give average degree about 2.6 and a degree distribution near
+    Binomial(4, 0.65): mostly degree 2 and 3, with chains of degree-2 vertices and dead
+    ends, as in the SNAP ``roadNet-*`` graphs (average degree 2.5 to 2.8) of Deveci et
+    al. 2013, Table 2. Name ``road_{scale}``, family ``road``.
+    """
+    scale = _check_int("road: scale", scale, 2, _MAX_SCALE)
+    seed = _check_int("road: seed", seed, 0)
+    remove_fraction = float(remove_fraction)
+    shortcut_fraction = float(shortcut_fraction)
+    if not 0 <= remove_fraction < 1 or not 0 <= shortcut_fraction <= 1:
+        raise DatasetError(
+            "road: need 0 <= remove_fraction < 1 and 0 <= shortcut_fraction <= 1, got "
+            f"{remove_fraction}, {shortcut_fraction}"
+        )
+    h, w = _grid_shape(scale)
+    n = h * w
+    u, v = _grid_edges(h, w)
+    n_horizontal = h * (w - 1)
+    rng = np.random.default_rng(seed)
+    keep = rng.random(u.shape[0]) >= remove_fraction
+
+    degree = np.bincount(u[keep], minlength=n) + np.bincount(v[keep], minlength=n)
+    isolated = np.flatnonzero(degree == 0)
+    if isolated.size:
+        i, j = np.divmod(isolated, w)
+        # Incident grid edges of each isolated vertex: right, left, down, up (-1: none).
+        incident = np.stack(
+            [
+                np.where(j < w - 1, i * (w - 1) + j, -1),
+                np.where(j > 0, i * (w - 1) + j - 1, -1),
+                np.where(i < h - 1, n_horizontal + i * w + j, -1),
+                np.where(i > 0, n_horizontal + (i - 1) * w + j, -1),
+            ],
+            axis=1,
+        )
+        score = rng.random(incident.shape)
+        score[incident < 0] = -1.0
+        keep[incident[np.arange(isolated.size), score.argmax(axis=1)]] = True
+    u, v = u[keep], v[keep]
+
+    n_cells = (h - 1) * (w - 1)
+    n_shortcuts = min(round(shortcut_fraction * n), n_cells)
+    if n_shortcuts:
+        cells = rng.choice(n_cells, size=n_shortcuts, replace=False)
+        ci, cj = np.divmod(cells, w - 1)
+        down_right = rng.random(n_shortcuts) < 0.5
+        su = np.where(down_right, ci * w + cj, ci * w + cj + 1)
+        sv = np.where(down_right, (ci + 1) * w + cj + 1, (ci + 1) * w + cj)
+        u, v = np.concatenate([u, su]), np.concatenate([v, sv])
+    params = {
+        "scale": scale,
+        "seed": seed,
+        "remove_fraction": remove_fraction,
+        "shortcut_fraction": shortcut_fraction,
+        "rows": h,
+        "cols": w,
+    }
+    return _symmetric_graph(u, v, n, name=f"road_{scale}", family="road", params=params)
+
+
+def erdos_renyi(
+    scale: int, avg_degree: float = 8.0, seed: int = 1, aspect: float = 1.0
+) -> BipartiteGraph:
+    """Random bipartite graph: ``2**scale`` rows, ``round(aspect * 2**scale)`` columns.
+
+    Each of the ``rows x cols`` possible edges is present independently with probability
+    ``p = avg_degree / cols`` (so a row has ``avg_degree`` edges on average and a column
+    ``avg_degree / aspect``). The edge count is drawn from Binomial(rows * cols, p), then
+    that many distinct positions uniformly; isolated vertices are possible.
+
+    Returns
+    -------
+    BipartiteGraph
+        Not symmetric (rows and columns are different vertex sets). Name
+        ``er_{scale}_d{avg_degree}`` (``_a{aspect}`` appended when aspect is not 1),
+        family ``er``.
+    """
+    scale = _check_int("erdos_renyi: scale", scale, 1, _MAX_SCALE)
+    seed = _check_int("erdos_renyi: seed", seed, 0)
+    avg_degree = float(avg_degree)
+    aspect = float(aspect)
+    n_rows = 1 << scale
+    n_cols = round(aspect * n_rows)
+    if n_cols < 1:
+        raise DatasetError(f"erdos_renyi: aspect {aspect} leaves no columns")
+    p = avg_degree / n_cols
+    if not 0 < p <= 1:
+        raise DatasetError(
+            f"erdos_renyi: avg_degree must be in (0, {n_cols}] (the column count), not {avg_degree}"
+        )
+    rng = np.random.default_rng(seed)
+    total = n_rows * n_cols
+    k = int(rng.binomial(total, p))
+    positions = rng.choice(total, size=k, replace=False, shuffle=False)
+    rows, cols = np.divmod(positions, n_cols)
+    idx = np.int32 if max(n_rows, n_cols) <= INT32_MAX else np.int64
+    a = sp.coo_matrix(
+        (np.ones(k, dtype=bool), (rows.astype(idx), cols.astype(idx))), shape=(n_rows, n_cols)
+    )
+    name = f"er_{scale}_d{avg_degree:g}" + (f"_a{aspect:g}" if aspect != 1 else "")
+    params = {"scale": scale, "seed": seed, "avg_degree": avg_degree, "aspect": aspect}
+    return BipartiteGraph.from_scipy(a, name=name, family="er", params=params)

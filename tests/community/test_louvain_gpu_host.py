@@ -1,0 +1,437 @@
+"""``louvain_gpu`` checks that need no GPU.
+
+The host pieces the driver hands the kernels (buckets, hash table primes, sort keys, global
+table blocks) against brute force and against the constants of ``kernels/community/louvain.cu``; the
+parameters, the config and the life cycle; the host loop (:func:`_drive`) on a scripted
+backend; and the whole method through the host model (:func:`louvain_gpu_model`, the same
+bucket-synchronous moves as the kernels, which the GPU tests compare the device with):
+certified partitions, Q with self-loops, the per-stage invariants, the relaxed variant equal
+to the sequential reference's, the bucket commit order, quality against the sequential
+``louvain``, the thresholds.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra.utils import instantiate
+from omegaconf import OmegaConf
+
+from matchbench.families.community import datasets as D
+from matchbench.families.community import louvain_gpu as LG
+from matchbench.families.community.louvain import louvain
+from matchbench.families.community.louvain_gpu import (
+    MERGE_BOUNDS,
+    MERGE_SLOTS,
+    MOVE_BOUNDS,
+    MOVE_SLOTS,
+    MOVE_THREADS,
+    THRESHOLD_SWEEP,
+    LouvainGPU,
+    global_blocks,
+    is_prime,
+    louvain_gpu_model,
+    merge_bucket,
+    merge_keys,
+    move_bucket,
+    move_keys,
+    table_size,
+)
+from matchbench.families.community.problem import Community, CommunityGraph, modularity
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = (ROOT / "kernels" / "community" / "louvain.cu").read_text()
+P = Community()
+
+
+def _define(name: str) -> int:
+    return int(re.search(rf"#define {name} \(?(\d+)", SOURCE).group(1))
+
+
+# ---------------------------------------------------------------------------------------
+# Primes, buckets, keys
+
+
+def _sieve(limit: int) -> np.ndarray:
+    ok = np.ones(limit, dtype=bool)
+    ok[:2] = False
+    for p in range(2, int(limit**0.5) + 1):
+        if ok[p]:
+            ok[p * p :: p] = False
+    return ok
+
+
+def test_is_prime_against_a_sieve_and_large_numbers():
+    ok = _sieve(20000)
+    assert [is_prime(x) for x in range(20000)] == ok.tolist()
+    assert is_prime(2**61 - 1) and is_prime(1_000_000_007)
+    assert not is_prime(561) and not is_prime(3_215_031_751) and not is_prime(2**61 + 1)
+
+
+def test_table_size_is_the_smallest_prime_above_one_and_a_half_degrees():
+    ok = _sieve(4000)
+    for d in range(2500):
+        p = table_size(d)
+        assert ok[p] and p > 1.5 * d
+        assert not any(ok[x] for x in range(int(1.5 * d) + 1, p) if x > 1.5 * d)
+    assert table_size(10**9) > 1.5e9 and is_prime(table_size(10**9))
+
+
+def test_the_kernels_prime_table_is_the_hosts():
+    body = SOURCE.split("lv_prime_of_deg[480] = {", 1)[1].split("};", 1)[0]
+    table = [int(x) for x in re.findall(r"\d+", body)]
+    assert table == [table_size(d) for d in range(480)]
+
+
+def test_the_kernels_constants_are_the_hosts():
+    assert [_define(f"LV_B{i}") for i in range(1, 7)] == list(MOVE_BOUNDS)
+    assert [_define(f"LV_TS{i}") for i in range(1, 7)] == list(MOVE_SLOTS)
+    assert [_define(f"LV_M{i}") for i in (1, 2)] == list(MERGE_BOUNDS)
+    assert [_define(f"LV_MTS{i}") for i in (1, 2)] == list(MERGE_SLOTS)
+    assert _define("LV_BLOCK") == LG.BLOCK == 128
+    assert _define("LV_KEY_SHIFT") == LG.KEY_SHIFT
+
+
+def test_bucket_tables_and_threads_cover_their_degrees():
+    # a bucket's shared table holds its largest degree's table (sizes grow with the degree)
+    assert list(MOVE_SLOTS) == [table_size(b) for b in MOVE_BOUNDS]
+    assert list(MERGE_SLOTS) == [table_size(b) for b in MERGE_BOUNDS]
+    assert all(table_size(d) <= table_size(d + 1) for d in range(1000))
+    # paper III, Sec. 4.1: 2^(k+1) threads for buckets 1-4 (one edge each), a warp for
+    # [33, 84] (one to three edges each), a block above
+    assert MOVE_THREADS == (4, 8, 16, 32, 32, 128, 128)
+    assert all(t >= b for t, b in zip(MOVE_THREADS[:4], MOVE_BOUNDS[:4], strict=True))
+    assert -(-MOVE_BOUNDS[4] // 32) == 3 and MOVE_BOUNDS[3] + 1 > 32
+    assert 3 * 128 >= MOVE_BOUNDS[5]  # b6: up to three edges per thread of the block
+
+
+def test_move_buckets_at_their_boundaries():
+    d = [0, 1, 4, 5, 8, 9, 16, 17, 32, 33, 84, 85, 319, 320, 10**7]
+    assert move_bucket(d).tolist() == [0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7]
+
+
+def test_merge_buckets_at_their_boundaries():
+    d = [0, 0, 1, 127, 128, 479, 480]
+    size = [0, 3, 1, 2, 5, 9, 1]
+    assert merge_bucket(d, size).tolist() == [0, 1, 1, 1, 2, 2, 3]
+
+
+def test_sort_keys_list_buckets_in_turn_by_id_the_last_by_decreasing_degree():
+    rng = np.random.default_rng(3)
+    deg = rng.choice([0, 1, 3, 7, 20, 50, 100, 400, 400, 900], size=300)
+    order = np.argsort(move_keys(deg), kind="stable")
+    b = move_bucket(deg)[order]
+    assert (np.diff(b) >= 0).all()
+    for x in range(7):
+        assert (np.diff(order[b == x]) > 0).all()  # by vertex id
+    big = order[b == 7]
+    assert (np.diff(deg[big]) <= 0).all()
+    ties = big[deg[big] == 400]
+    assert (np.diff(ties) > 0).all()  # equal degrees stay in id order (stable sort)
+    size = rng.integers(0, 3, 300)
+    corder = np.argsort(merge_keys(deg * 2, size), kind="stable")
+    mb = merge_bucket(deg * 2, size)[corder]
+    assert (np.diff(mb) >= 0).all() and (np.diff((deg * 2)[corder][mb == 3]) <= 0).all()
+
+
+def test_global_blocks():
+    assert global_blocks(1, 10**6, 10, 132) == 1
+    assert global_blocks(10**6, 100, 10**6, 132) == 4 * 132
+    # tables that do not fit the budget together: fewer blocks, never none
+    assert global_blocks(10**6, 10**8, 10**6, 132) == 1
+    assert global_blocks(1000, 10**6, 10**6, 132) == (64 << 20) // (12 * 10**6)
+
+
+def test_threshold_sweep_is_the_papers_grid():
+    assert THRESHOLD_SWEEP["t_bin"] == pytest.approx((1e-1, 1e-2, 1e-3, 1e-4))
+    assert THRESHOLD_SWEEP["t_final"] == pytest.approx((1e-3, 1e-4, 1e-5, 1e-6, 1e-7))
+
+
+# ---------------------------------------------------------------------------------------
+# Parameters, config, life cycle
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"t_bin": -1e-3}, "t_bin"),
+        ({"t_bin": float("nan")}, "t_bin"),
+        ({"t_final": "1e-6"}, "t_final"),
+        ({"t_final": True}, "t_final"),
+        ({"bin_limit": -1}, "bin_limit"),
+        ({"bin_limit": 1.5}, "bin_limit"),
+        ({"commit": "relaxed"}, "commit must be one of 'bucket', 'iteration'"),
+        ({"max_iterations": 0}, "max_iterations"),
+        ({"max_iterations": 2.0}, "max_iterations"),
+    ],
+)
+def test_rejects_bad_parameters_naming_the_solver(kw, match):
+    with pytest.raises(ValueError, match=match) as err:
+        LouvainGPU(**kw)
+    assert "louvain_gpu" in str(err.value)
+    with pytest.raises(ValueError, match=match):
+        louvain_gpu_model(D.community_smoke("karate"), **kw)
+
+
+def test_config_instantiates_with_the_papers_settings():
+    s = instantiate(OmegaConf.load(ROOT / "conf" / "algorithm" / "louvain_gpu.yaml"))
+    assert type(s) is LouvainGPU and s.name == "louvain_gpu"
+    assert s.problem == "community" and s.device == "gpu" and s.kernel_families == ("louvain",)
+    assert s.params == {
+        "t_bin": 0.01,
+        "t_final": 1e-6,
+        "bin_limit": 100000,
+        "commit": "bucket",
+        "max_iterations": 1000,
+    }
+    assert s.variant() == (
+        "bin_limit=100000,commit=bucket,max_iterations=1000,t_bin=0.01,t_final=1e-06"
+    )
+    assert LouvainGPU(commit="iteration", t_bin=1e-3).variant().startswith(
+        "bin_limit=100000,commit=iteration,"
+    )
+
+
+def test_life_cycle_errors_before_prepare():
+    s = LouvainGPU()
+    with pytest.raises(RuntimeError, match="before prepare"):
+        s.run()
+    with pytest.raises(RuntimeError, match="before run"):
+        s.result()
+    assert s.counters() == {} and s.timings() == {} and s.memory_peak_bytes() is None
+
+
+def test_estimate_and_skip():
+    small, big = D.community_smoke("karate"), D.community_planted(2000, 10, 0.05, 0.001, seed=1)
+    s = LouvainGPU()
+    assert 0 < s.estimate_bytes(small) < s.estimate_bytes(big)
+    nnz = big.ind.shape[0]
+    assert s.estimate_bytes(big) >= 44 * nnz + 192 * big.n
+    skip, reason = s.skip(small)
+    if skip:  # only for want of a device here
+        assert "CUDA device" in reason, reason
+    else:
+        assert reason is None
+
+
+# ---------------------------------------------------------------------------------------
+# The host loop on a scripted backend
+
+
+class _Scripted:
+    """A backend whose iterations return scripted (moved, Q); one stage, then no moves."""
+
+    def __init__(self, qs, n=10):
+        self.qs, self.n, self.nnz = list(qs), n, 40
+        self.log: list[str] = []
+        self.bucket_counts = [n, 0, 0, 0, 0, 0, 0]
+        self.merge_counts = [1, 0, 0]
+        self.stage = 0
+
+    def mark(self):
+        return 0.0
+
+    def setup(self):
+        self.log.append("setup")
+        return 1.0, 0.0  # 2m = 1 so Q = inside - spread
+
+    def iterate(self):
+        self.log.append("iterate")
+        if self.stage > 0 or not self.qs:
+            return 0, 0.0, 0.0
+        return 1, self.qs.pop(0), 0.0
+
+    def accept(self):
+        self.log.append("accept")
+
+    def reject(self):
+        self.log.append("reject")
+
+    def renumber(self):
+        self.log.append("renumber")
+        return self.n - 1
+
+    def contract(self):
+        self.log.append("contract")
+        self.stage += 1
+        self.n -= 1
+        return np.zeros(self.n + 1, dtype=np.int64)
+
+
+def test_bucket_commits_undo_an_iteration_that_lowers_q():
+    be = _Scripted([0.3, 0.5, 0.4, 0.9])
+    out = LG._drive(be, 1e-2, 1e-6, 100, relaxed=False, max_iterations=50)
+    assert be.log[:8] == ["setup", "iterate", "accept", "iterate", "accept", "iterate",
+                          "reject", "renumber"]
+    assert out.stage["level_q"][0] == 0.5 and out.stage["level_iterations"][0] == 3
+    assert out.stage["level_moves"][0] == 2 and out.q_kept == 0.5
+
+
+def test_relaxed_undoes_the_iteration_below_the_threshold():
+    be = _Scripted([0.3, 0.3 + 1e-7, 0.9])
+    out = LG._drive(be, 1e-2, 1e-6, 100, relaxed=True, max_iterations=50)
+    assert be.log[:6] == ["setup", "iterate", "accept", "iterate", "reject", "renumber"]
+    assert out.stage["level_q"][0] == 0.3
+    # with bucket commits the same small gain is kept and ends the stage
+    be = _Scripted([0.3, 0.3 + 1e-7, 0.9])
+    out = LG._drive(be, 1e-2, 1e-6, 100, relaxed=False, max_iterations=50)
+    assert out.stage["level_q"][0] == 0.3 + 1e-7 and "reject" not in be.log
+
+
+def test_max_iterations_and_thresholds_per_stage():
+    be = _Scripted([0.1 * i for i in range(1, 9)], n=200)
+    out = LG._drive(be, 1.0, 1e-6, 100, relaxed=False, max_iterations=3)
+    st = out.stage
+    assert st["level_iterations"][0] == 1  # t_bin = 1: the first gain is below it
+    assert st["level_threshold"][:2] == [1.0, 1e-6]  # the method goes on under t_final
+    assert st["level_vertices"][:2] == [200, 199]
+
+
+# ---------------------------------------------------------------------------------------
+# The method through the host model
+
+
+def _random(seed: int, n: int, p: float, weights: str) -> CommunityGraph:
+    rng = np.random.default_rng(seed)
+    iu, ju = np.triu_indices(n, 1)
+    keep = rng.random(iu.size) < p
+    keep[rng.integers(iu.size)] = True
+    m = int(keep.sum())
+    w = {"unit": np.ones(m), "int": rng.integers(1, 5, m).astype(float)}.get(
+        weights, rng.uniform(0.05, 3.0, m)
+    )
+    return CommunityGraph.from_edges(iu[keep], ju[keep], w, n + 2, name=f"r{seed}_{weights}")
+
+
+GRAPHS = {
+    **{f"random{s}": (lambda s=s: _random(s, 20 + 23 * s, (0.03, 0.1, 0.3)[s % 3],
+                                          ("unit", "int", "real")[s % 3])) for s in range(9)},
+    "planted": lambda: D.community_planted(400, 5, 0.3, 0.005, seed=3),
+    "planted_uniform": lambda: D.community_planted(300, 6, 0.4, 0.002, seed=1, weights="uniform"),
+    "rgg": lambda: D.community_rgg(9, seed=2),
+    "road": lambda: D.community_road(9, seed=1),
+    "kron": lambda: D.community_kron(8, seed=1),
+    "every_bucket": LG._warm_graph,
+    **{f"smoke_{k}": (lambda k=k: D.community_smoke(k)) for k in D.SMOKE},
+}
+
+
+def _stages_consistent(c):
+    for r in range(len(c["level_q"]) - 1):
+        assert c["level_two_m"][r + 1] == pytest.approx(c["level_two_m"][r], rel=1e-12)
+        contracted = c["level_vertices"][r + 1] < c["level_vertices"][r]
+        prev = c["level_q"][r] if contracted else c["level_q_start"][r]
+        assert c["level_q_start"][r + 1] == pytest.approx(prev, abs=1e-9)
+    kept = c["level_q"][: c["levels"]]
+    assert kept == sorted(kept)
+
+
+@pytest.mark.parametrize("commit", ["bucket", "iteration"])
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_model_gives_certified_partitions(graph, commit):
+    g = GRAPHS[graph]()
+    part, c, t = louvain_gpu_model(g, commit=commit)
+    v = P.verify(g, part)
+    assert v.verified, v.reason
+    assert abs(part.modularity - v.objective) <= 1e-9 * max(1.0, abs(v.objective))
+    assert c["communities"] == part.n_communities and c["commit"] == commit
+    assert c["iterations"] == sum(c["level_iterations"])
+    assert {f"level{r}_optimize" for r in range(len(c["level_q"]))} <= set(t)
+    _stages_consistent(c)
+
+
+def test_every_bucket_is_reached_by_the_warm_graph():
+    _, c, _ = louvain_gpu_model(LG._warm_graph())
+    assert all(x > 0 for x in c["level_buckets"][0])
+    assert all(x > 0 for x in c["level_merge_buckets"][0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_self_loops_count_in_q(seed):
+    g = _random(50 + seed, 40 + 10 * seed, 0.1, ("unit", "real")[seed % 2])
+    rng = np.random.default_rng(seed)
+    loop = np.where(rng.random(g.n) < 0.4, rng.uniform(0.5, 4.0, g.n), 0.0)
+    for commit in ("bucket", "iteration"):
+        part, c, _ = louvain_gpu_model(g, commit=commit, loop=loop)
+        q = modularity(g, part.community, loop)
+        assert abs(part.modularity - q) <= 1e-9
+        assert c["level_q_start"][0] == pytest.approx(modularity(g, np.arange(g.n), loop))
+        _stages_consistent(c)
+    with pytest.raises(ValueError, match="loop"):
+        louvain_gpu_model(g, loop=-loop - 1)
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_relaxed_equals_the_sequential_relaxed_reference_on_integer_weights(graph):
+    g = GRAPHS[graph]()
+    if not np.all(g.weight == np.round(g.weight)):
+        pytest.skip("real weights: sums in another order")
+    ref = louvain(g, relaxed=True)
+    part, c, _ = louvain_gpu_model(g, commit="iteration")
+    assert np.array_equal(part.community, ref[0].community)
+    assert c["level_q"] == ref[1]["level_q"]
+
+
+def test_bucket_commits_let_later_buckets_see_earlier_moves():
+    # a star: centre 5 (degree 5, bucket 2), leaves 0-4 (degree 1, bucket 1). Bucket 1 first:
+    # a leaf may not join the singleton centre (higher id); then bucket 2: the centre joins
+    # the lowest leaf, 0. One iteration, one move.
+    g = CommunityGraph.from_edges([0, 1, 2, 3, 4], [5] * 5, np.ones(5), 6)
+    _, c, _ = louvain_gpu_model(g, max_iterations=1, t_final=0.0)
+    assert c["level_moves"][0] == 1 and c["level_buckets"][0][:2] == [5, 1]
+    # the next iteration: every leaf joins community 0, no longer a singleton
+    part, c, _ = louvain_gpu_model(g)
+    assert part.community.tolist() == [0] * 6
+    # relaxed: the same first iteration (the centre moves; the leaves are blocked)
+    _, c, _ = louvain_gpu_model(g, commit="iteration", max_iterations=1, t_final=0.0)
+    assert c["level_moves"][0] == 1
+
+
+def test_a_bucket_moves_at_once_on_one_configuration():
+    # path 0-1-2, all in bucket 1: 1 joins 0 and 2 joins 1's old community at the same time
+    g = CommunityGraph.from_edges([0, 1], [1, 2], [1.0, 1.0], 3)
+    part, c, _ = louvain_gpu_model(g, max_iterations=1)
+    assert part.levels[0].tolist() == [0, 0, 1] and c["level_moves"][0] == 2
+
+
+STRUCTURED = {
+    "planted": [(400, 5, 0.3, 0.005, 3), (600, 8, 0.4, 0.002, 1), (300, 3, 0.5, 0.005, 2)],
+}
+
+
+@pytest.mark.parametrize("commit", ["bucket", "iteration"])
+def test_q_close_to_the_sequential_louvain_on_structured_graphs(commit):
+    graphs = [D.community_planted(*a[:4], seed=a[4]) for a in STRUCTURED["planted"]]
+    graphs += [D.community_planted(500, 6, 0.3, 0.004, seed=4, weights="uniform")]
+    graphs += [D.community_rgg(10, seed=1), D.community_delaunay(10, seed=2)]
+    graphs += [D.community_road(10, seed=3), D.community_rgg(9, seed=5, weights="geometric")]
+    ratios = []
+    for g in graphs:
+        q = P.verify(g, louvain_gpu_model(g, commit=commit)[0]).objective
+        ratios.append(q / P.verify(g, louvain(g)[0]).objective)
+    assert min(ratios) >= 0.95 and np.mean(ratios) >= 0.98, ratios
+
+
+def test_thresholds_and_stages():
+    g = D.community_planted(300, 5, 0.1, 0.01, seed=1)
+    _, c, _ = louvain_gpu_model(g)
+    assert set(c["level_threshold"]) == {1e-6}
+    _, c, _ = louvain_gpu_model(g, t_bin=1.0, bin_limit=100)
+    assert c["level_threshold"][0] == 1.0 and c["level_iterations"][0] == 1
+    assert set(c["level_threshold"][1:]) == {1e-6}
+    _, one, _ = louvain_gpu_model(g, t_final=1.0)
+    assert one["level_iterations"] == [1] and one["levels"] == 1
+    _, c, _ = louvain_gpu_model(g, max_iterations=2)
+    assert max(c["level_iterations"]) <= 2
+
+
+def test_edgeless_and_empty_graphs():
+    g = CommunityGraph.from_edges([], [], [], 4, name="edgeless")
+    part, c, _ = louvain_gpu_model(g)
+    assert part.community.tolist() == [0, 1, 2, 3] and part.levels is None
+    assert part.modularity == 0.0 and c["level_iterations"] == [0] and P.verify(g, part).verified
+    part, c, _ = louvain_gpu_model(CommunityGraph.from_edges([], [], [], 0))
+    assert part.community.size == 0 and c["levels"] == 0
