@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 
 import pyarrow as pa
@@ -89,7 +92,7 @@ def test_manifest_keeps_one_copy_of_each_job_across_resumes(tmp_path):
     w.write_manifest({"jobs": [*jobs, {"job_index": 2, "overrides": ["a=3"]}]})
     m = json.loads((w.dir / "_run.json").read_text())
     assert [j["job_index"] for j in m["jobs"]] == [0, 1, 2]
-    assert m["started"] == "t1"
+    assert m["started"] == "t0" and m["resumed"] == ["t1"]  # the first start is kept
 
 
 def test_duckdb_reads_the_layout(tmp_path):
@@ -99,3 +102,94 @@ def test_duckdb_reads_the_layout(tmp_path):
         f"select count(*), any_value(run) from read_parquet('{tmp_path}/**/*.parquet', hive_partitioning=true)"
     ).fetchall()[0]
     assert (n, run) == (2, "r1")
+
+
+# ---------------------------------------------------------------------------------------
+# Nothing lost: run ids, the run lock, durable writes, damaged files
+
+
+@pytest.mark.parametrize("bad", ["../../x", "..", "a/b", "", ".hidden", "-x", "a b", "x" * 129, 7])
+def test_unsafe_run_ids_are_refused(tmp_path, bad):
+    with pytest.raises(ResultsError, match="is not a safe name"):
+        RunWriter(tmp_path, bad, "2026-01-01")
+    assert not any(p.is_file() for p in tmp_path.rglob("*"))
+
+
+def test_store_doctests():
+    import doctest
+
+    import matchbench.results.store as store
+
+    assert doctest.testmod(store).failed == 0
+
+
+def test_a_live_lock_refuses_a_second_sweep_and_a_stale_one_is_taken(tmp_path):
+    import socket
+
+    from matchbench.results.store import RunLockedError
+
+    w = RunWriter(tmp_path, "r1", "2026-01-01")
+    with w.lock():
+        owner = json.loads((w.dir / "_lock").read_text())
+        assert owner["pid"] == os.getpid()
+        with pytest.raises(RunLockedError, match=f"pid {os.getpid()}"), w.lock():
+            pass
+    assert not (w.dir / "_lock").exists()
+    # A lock left by a process of this host that is gone is stale.
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    (w.dir / "_lock").write_text(json.dumps({"host": socket.gethostname(), "pid": int(dead.stdout)}))
+    with w.lock():
+        assert json.loads((w.dir / "_lock").read_text())["pid"] == os.getpid()
+    # Another host's lock cannot be judged from here: refused, naming the host.
+    (w.dir / "_lock").write_text(json.dumps({"host": "elsewhere", "pid": 1}))
+    with pytest.raises(RunLockedError, match="host elsewhere"), w.lock():
+        pass
+
+
+def test_writes_leave_no_temporary_file_and_concurrent_manifests_merge(tmp_path):
+    import threading
+
+    w = RunWriter(tmp_path, "r1", "2026-01-01")
+    w2 = RunWriter(tmp_path, "r1", "2026-01-01")
+
+    def job(writer, k):
+        writer.write_task(f"t{k}", [_row()])
+        writer.write_manifest({"jobs": [{"job_index": k, "config": {"k": k}}]})
+
+    threads = [threading.Thread(target=job, args=(w if k % 2 else w2, k)) for k in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    m = json.loads((w.dir / "_run.json").read_text())
+    assert sorted(j["job_index"] for j in m["jobs"]) == list(range(16))
+    assert w.done_tasks() == {f"t{k}" for k in range(16)}
+    assert not [p.name for p in w.dir.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_resume_keeps_each_job_once_although_run_overrides_differ(tmp_path):
+    w = RunWriter(tmp_path, "r1", "2026-01-01")
+    job = {"job_index": 0, "overrides": ["algorithm=hk"], "config": {"algorithm": {"name": "hk"}, "run": {"resume": False}}}
+    w.write_manifest({"started": "t0", "jobs": [job]})
+    again = {**job, "overrides": ["algorithm=hk", "run.resume=true", "run.id=r1"],
+             "config": {**job["config"], "run": {"resume": True, "id": "r1"}}}
+    w.write_manifest({"started": "t1", "jobs": [again]})
+    m = json.loads((w.dir / "_run.json").read_text())
+    assert len(m["jobs"]) == 1 and m["started"] == "t0" and m["resumed"] == ["t1"]
+
+
+def test_a_damaged_manifest_is_set_aside_not_fatal(tmp_path):
+    w = RunWriter(tmp_path, "r1", "2026-01-01")
+    (w.dir / "_run.json").write_text('{"jobs": [')
+    w.write_manifest({"run_id": "r1", "jobs": [{"job_index": 0}]})
+    assert json.loads((w.dir / "_run.json").read_text())["run_id"] == "r1"
+    assert len(list(w.dir.glob("_run.json.damaged-*"))) == 1
+
+
+def test_an_unreadable_part_file_is_not_done_and_is_kept_aside(tmp_path):
+    w = RunWriter(tmp_path, "r1", "2026-01-01")
+    w.write_task("good", [_row()])
+    (w.dir / "part-cut.parquet").write_bytes(b"PAR1 not really")
+    assert w.done_tasks() == {"good"}
+    assert (w.dir / "_damaged-part-cut.parquet").is_file() and not (w.dir / "part-cut.parquet").exists()
+    assert len(read_results(tmp_path)) == 1  # the set-aside file is hidden from the readers

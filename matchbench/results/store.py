@@ -6,18 +6,32 @@ Layout (hive-partitioned, so pandas, pyarrow and DuckDB read it directly)::
     <root>/date=YYYY-MM-DD/run=<run_id>/part-batch-<batch_id>.parquet  ... or batch (run.batch)
     <root>/date=YYYY-MM-DD/run=<run_id>/_run.json                      the run's manifest
 
-Each task's rows go to their own file, written to a temporary name and renamed, as soon
-as the task finishes: a crash loses only the tasks in flight, and a resumed run knows
-what is done by listing ``part-*.parquet``, and, for a batch's file, by reading its
-``task_id`` column (each instance of a batch is a task of its own). Names starting with
-``_`` are skipped by pyarrow's and DuckDB's dataset readers.
+Each task's rows go to their own file, written to a temporary name of this process's
+own, flushed to disk (``fsync``) and renamed, as soon as the task finishes: a crash loses
+only the tasks in flight, and a resumed run knows what is done by listing
+``part-*.parquet`` (a file that cannot be read is set aside as ``_damaged-*`` and its
+task runs again), and, for a batch's file, by reading its ``task_id`` column (each
+instance of a batch is a task of its own). Names starting with ``_`` or ``.`` are skipped
+by pyarrow's and DuckDB's dataset readers.
+
+One sweep writes a run at a time: :meth:`RunWriter.lock` holds ``_lock`` (the owner's
+host, pid and start time) for the sweep's life; a lock whose process is gone (same host)
+is stale and taken over. The manifest ``_run.json`` is updated under a file lock of its
+own, so that concurrent writers merge instead of overwriting each other, and a damaged
+manifest is set aside (``_run.json.damaged-<time>``) instead of making the run
+impossible to resume.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import socket
+import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,22 +53,135 @@ class ResultsError(ValueError):
     """Results that cannot be found or read; the message names the path."""
 
 
+class RunLockedError(ResultsError):
+    """Another live sweep is writing this run; the message names its host and pid."""
+
+
+#: What a run id may be made of: it becomes a folder name under the results root.
+RUN_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_run_id(run_id: Any) -> str:
+    """``run_id`` if it is a safe folder name, else :class:`ResultsError` saying why.
+
+    >>> check_run_id("20261125T101500-123")
+    '20261125T101500-123'
+    >>> check_run_id("../../x")
+    Traceback (most recent call last):
+    ...
+    matchbench.results.store.ResultsError: run.id '../../x' is not a safe name: use letters, digits, '.', '_' and '-' (at most 128, not starting with '.', '_' or '-')
+    """
+    if not isinstance(run_id, str) or not RUN_ID_PATTERN.match(run_id) or ".." in run_id:
+        raise ResultsError(
+            f"run.id {run_id!r} is not a safe name: use letters, digits, '.', '_' and '-' "
+            "(at most 128, not starting with '.', '_' or '-')"
+        )
+    return run_id
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # not every filesystem lets a folder be fsynced
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _tmp_name(path: Path) -> Path:
+    """A temporary name beside ``path`` that no other process or thread uses."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def atomic_write_bytes(path: Path, write: Any) -> None:
+    """Write ``path`` through ``write(tmp_path)``, fsync it, then rename it into place."""
+    tmp = _tmp_name(path)
+    try:
+        write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
 class RunWriter:
     """Writes one run's task files and manifest under ``root``."""
 
     def __init__(self, root: str | os.PathLike, run_id: str, date: str) -> None:
         self.root = Path(root)
-        self.run_id = run_id
+        self.run_id = check_run_id(run_id)
         self.dir = self.root / f"date={date}" / f"run={run_id}"
         self.dir.mkdir(parents=True, exist_ok=True)
 
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run for one sweep: ``_lock`` names the owner; released on exit.
+
+        Raises
+        ------
+        RunLockedError
+            When a live process (this host), or any process of another host, holds it.
+            A lock of this host whose process is gone is stale and is taken over.
+        """
+        path = self.dir / "_lock"
+        me = {"host": socket.gethostname(), "pid": os.getpid(), "started": time.time()}
+        for _ in range(3):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                try:
+                    owner = json.loads(path.read_text() or "{}")
+                except (OSError, ValueError):
+                    owner = {}
+                host, pid = owner.get("host"), owner.get("pid")
+                stale = host == me["host"] and isinstance(pid, int) and not _pid_alive(pid)
+                if not owner or stale:
+                    with contextlib.suppress(FileNotFoundError):
+                        path.unlink()
+                    continue
+                raise RunLockedError(
+                    f"run {self.run_id} is being written by another sweep (host {host}, pid "
+                    f"{pid}; lock file {path}); wait for it, or delete the lock file if that "
+                    "sweep is gone"
+                ) from None
+            with os.fdopen(fd, "w") as f:
+                json.dump(me, f)
+            break
+        else:
+            raise RunLockedError(f"run {self.run_id}: could not take the lock file {path}")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                if json.loads(path.read_text()).get("pid") == me["pid"]:
+                    path.unlink()
+
+    def has_results(self) -> bool:
+        """Whether the run already holds result files (a reused ``run.id``)."""
+        return any(self.dir.glob("part-*.parquet"))
+
     def write_task(self, task_id: str, rows: list[dict[str, Any]]) -> Path:
-        """Atomically write one task's rows; returns the file."""
+        """Atomically and durably write one task's rows; returns the file."""
         table = table_from_rows(rows)
         path = self.dir / f"part-{task_id}.parquet"
-        tmp = self.dir / f".part-{task_id}.parquet.tmp"
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
+        atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
         return path
 
     def write_batch(self, batch_id: str, rows: list[dict[str, Any]]) -> Path:
@@ -65,33 +192,83 @@ class RunWriter:
         """Task ids with rows in this run (for ``resume=true``): a task's own file, or its
         rows in a batch's file."""
         done: set[str] = set()
-        for p in self.dir.glob("part-*.parquet"):
+        self.damaged: list[Path] = []
+        for p in sorted(self.dir.glob("part-*.parquet")):
             name = p.name[len("part-") : -len(".parquet")]
-            if not name.startswith(BATCH_PREFIX):
-                done.add(name)
-                continue
             try:
                 ids = pq.read_table(p, columns=["task_id"]).column("task_id").to_pylist()
-            except Exception as exc:
-                raise ResultsError(f"{p}: not a readable Parquet file ({exc})") from None
-            done.update(i for i in ids if i is not None)
+            except Exception:
+                # Unreadable (cut short, overwritten): its task is not done. Keep the
+                # bytes, out of the readers' sight, and run the task again.
+                aside = p.with_name(f"_damaged-{p.name}")
+                with contextlib.suppress(OSError):
+                    os.replace(p, aside)
+                    self.damaged.append(aside)
+                continue
+            if not name.startswith(BATCH_PREFIX):
+                done.add(name)
+            else:
+                done.update(i for i in ids if i is not None)
         return done
 
-    def write_manifest(self, manifest: dict[str, Any]) -> None:
+    @contextlib.contextmanager
+    def _manifest_lock(self) -> Iterator[None]:
+        import fcntl
+
+        with open(self.dir / "_run.json.lock", "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+
+    def read_manifest(self) -> dict[str, Any]:
+        """The manifest, or ``{}``; a damaged one is set aside (and ``{}`` returned)."""
         path = self.dir / "_run.json"
-        old = json.loads(path.read_text()) if path.exists() else {}
-        # a resume states its jobs again: keep one copy of each (a job it adds is appended)
-        jobs = list(old.get("jobs", []))
-        seen = {json.dumps(j, sort_keys=True, default=str) for j in jobs}
-        for j in manifest.get("jobs", []):
-            key = json.dumps(j, sort_keys=True, default=str)
-            if key not in seen:
-                seen.add(key)
-                jobs.append(j)
-        merged = {**old, **manifest, "jobs": jobs}
-        tmp = self.dir / "._run.json.tmp"
-        tmp.write_text(json.dumps(merged, indent=2, sort_keys=True, default=str))
-        os.replace(tmp, path)
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            os.replace(path, path.with_name(f"_run.json.damaged-{time.strftime('%Y%m%dT%H%M%S')}"))
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        """Merge ``manifest`` into ``_run.json`` (under a file lock; atomic, durable).
+
+        A job is kept once, by its identity (its config without the ``run`` settings a
+        resume changes); ``started`` keeps the first start and later ones are appended to
+        ``resumed``.
+        """
+        path = self.dir / "_run.json"
+        with self._manifest_lock():
+            old = self.read_manifest()
+            jobs = list(old.get("jobs", []))
+            seen = {_job_key(j) for j in jobs}
+            for j in manifest.get("jobs", []):
+                key = _job_key(j)
+                if key not in seen:
+                    seen.add(key)
+                    jobs.append(j)
+            merged = {**old, **manifest, "jobs": jobs}
+            if "started" in old and "started" in manifest and old["started"] != manifest["started"]:
+                merged["started"] = old["started"]
+                merged["resumed"] = [*old.get("resumed", []), manifest["started"]]
+            text = json.dumps(merged, indent=2, sort_keys=True, default=str)
+            atomic_write_bytes(path, lambda tmp: Path(tmp).write_text(text))
+
+
+def _job_key(job: Any) -> str:
+    """A job's identity in the manifest: its config without ``run`` (resume, id), or its
+    overrides without ``run.*`` ones when it has no config."""
+    if isinstance(job, dict):
+        cfg = job.get("config")
+        if isinstance(cfg, dict):
+            return json.dumps({k: v for k, v in cfg.items() if k != "run"}, sort_keys=True, default=str)
+        over = [o for o in job.get("overrides") or [] if not str(o).lstrip("+~").startswith("run.")]
+        return json.dumps({"job_index": job.get("job_index"), "overrides": over}, sort_keys=True, default=str)
+    return json.dumps(job, sort_keys=True, default=str)
 
 
 def run_dirs(root: str | os.PathLike) -> list[Path]:
