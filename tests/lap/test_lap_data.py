@@ -182,3 +182,36 @@ def test_describe_is_a_result_row():
         "n_edges": 144,
     }
     assert inst.nbytes == 12 * 12 * 4
+
+
+# ---------------------------------------------------------------------------------------
+# Hostile files: declared sizes are checked before allocating, errors name the file
+
+
+def test_a_tiny_sparse_file_declaring_a_huge_matrix_is_refused(tmp_path):
+    p = tmp_path / "huge.mtx"
+    p.write_text("%%MatrixMarket matrix coordinate real general\n20000 20000 1\n1 1 5\n")
+    assert p.stat().st_size < 80
+    with pytest.raises(DatasetError, match=r"huge.*400,000,000 cells from 1 stored entries"):
+        L.from_file(p, missing_cost=100)
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("empty.npy", b""),
+        (
+            "cut.npy",
+            b"\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': False, 'shape': (100, 100), }"
+            + b" " * 40 + b"\n" + b"\0" * 16,
+        ),
+        ("cut.mtx", b"%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n2 2\n"),
+        ("many.mtx", b"%%MatrixMarket matrix coordinate real general\n3 3 900\n1 1 1\n"),
+    ],
+)
+def test_damaged_files_name_the_file(tmp_path, name, data):
+    p = tmp_path / name
+    p.write_bytes(data)
+    with pytest.raises(DatasetError) as info:
+        L.from_file(p, missing_cost=9)
+    assert str(p) in str(info.value)

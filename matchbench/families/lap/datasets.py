@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from matchbench.core import limits
 from matchbench.datasets import dataset
 from matchbench.families.lap.problem import CostMatrix, DatasetError
 
@@ -179,8 +180,10 @@ def from_file(
     if p.suffix == ".npy":
         try:
             costs = np.load(p, allow_pickle=False)
-        except ValueError as exc:
-            raise DatasetError(f"lap instance {name!r}: cannot read {p}: {exc}") from None
+        except (ValueError, EOFError, OSError) as exc:
+            raise DatasetError(
+                f"lap instance {name!r}: cannot read {p}: {exc or type(exc).__name__}"
+            ) from None
     elif p.suffix == ".mtx":
         costs = _read_mtx(p, name, missing_cost)
     else:
@@ -203,15 +206,24 @@ def _read_mtx(p: Path, name: str, missing_cost: float | int | None) -> np.ndarra
         raise DatasetError(f"lap instance {name!r}: {p} is a pattern file (no costs)")
     if header.field == "complex":
         raise DatasetError(f"lap instance {name!r}: {p} has complex entries; costs must be real")
+    rows, cols = int(header.nrows), int(header.ncols)
+    what = f"lap instance {name!r}:"
     if header.format == "array":
-        return np.asarray(fmm.mmread(str(p)))
+        # every entry is in the file: at least "0\n" each
+        limits.check_entries(rows * cols, p, what, min_bytes=2)
+        return _mmread(p, name, lambda: np.asarray(fmm.mmread(str(p))))
+    limits.check_entries(int(header.nnz), p, what)
+    limits.check_fill(rows * cols, int(header.nnz), p, what)
+    limits.check_allocation(
+        rows * cols * 8, p, what, f"the dense {rows} x {cols} cost matrix of this sparse file"
+    )
     if missing_cost is None:
         raise DatasetError(
             f"lap instance {name!r}: {p} is a sparse (coordinate) Matrix "
             "Market file; give missing_cost, the cost of the absent entries"
         )
     # read_coo mirrors symmetric and skew-symmetric files into full coordinates.
-    (vals, (rows, cols)), shape = fmm.read_coo(str(p))
+    (vals, (rows, cols)), shape = _mmread(p, name, lambda: fmm.read_coo(str(p)))
     key = rows.astype(np.int64) * shape[1] + cols
     if np.unique(key).size != key.size:
         raise DatasetError(f"lap instance {name!r}: {p} lists some entries more than once")
@@ -226,3 +238,13 @@ def _read_mtx(p: Path, name: str, missing_cost: float | int | None) -> np.ndarra
     dense = np.full(shape, missing_cost, dtype=dtype)
     dense[rows, cols] = vals
     return dense
+
+
+def _mmread(p: Path, name: str, read: Any) -> Any:
+    """``read()``, with fast_matrix_market's errors (cut files, bad numbers) naming the file."""
+    try:
+        return read()
+    except (ValueError, OverflowError, RuntimeError, OSError, EOFError) as exc:
+        raise DatasetError(
+            f"lap instance {name!r}: cannot read {p}: {exc or type(exc).__name__}"
+        ) from None
