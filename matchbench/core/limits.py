@@ -18,7 +18,7 @@ against one cap, before allocating:
   or an expanded stream larger than :func:`max_input_bytes` is refused.
 
 The cap is ``$MATCHBENCH_MAX_INPUT_BYTES`` (bytes, or a size such as ``64GiB``) when set,
-else a quarter of the host's memory. Each refusal is a :class:`DatasetError` that names the
+else an eighth of the host's memory (a parser's peak is a few times its input). Each refusal is a :class:`DatasetError` that names the
 file, the declared size and the limit, so that it becomes the instance's ``error`` row.
 """
 
@@ -90,7 +90,7 @@ def max_input_bytes() -> int:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not Linux
         total = 16 << 30
-    return max(total // 4, 256 << 20)
+    return max(total // 8, 256 << 20)
 
 
 def is_gzip(path: Path) -> bool:
@@ -108,6 +108,16 @@ def read_text_capped(path: str | os.PathLike, what: str, cap: int | None = None)
         ``"<what> <path>: ..."`` for a file that expands past the cap, a corrupt or cut
         gzip stream, or bytes that are not UTF-8 text.
     """
+    raw = read_bytes_capped(path, what, cap)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"{what} {path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def read_bytes_capped(path: str | os.PathLike, what: str, cap: int | None = None) -> bytes:
+    """The bytes of a plain or gzip file (expanded), refused past ``cap`` bytes (default
+    :func:`max_input_bytes`); see :func:`read_text_capped`."""
     p = Path(path)
     cap = max_input_bytes() if cap is None else cap
     chunks: list[bytes] = []
@@ -132,10 +142,7 @@ def read_text_capped(path: str | os.PathLike, what: str, cap: int | None = None)
         raise DatasetError(f"{what} {p}: is a directory, not a file") from None
     except OSError as exc:
         raise DatasetError(f"{what} {p}: cannot read ({exc.strerror or exc})") from None
-    try:
-        return b"".join(chunks).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"{what} {p}: not UTF-8 text (byte {exc.start})") from None
+    return b"".join(chunks)
 
 
 def check_entries(declared: int, path: str | os.PathLike, what: str, min_bytes: int = 4) -> None:

@@ -125,8 +125,22 @@ def test_missing_and_unreadable_files(tmp_path):
         P.prefs_file(tmp_path / "nope.txt")
     bad = tmp_path / "bad.gz"
     bad.write_bytes(b"\x1f\x8b not gzip")
-    with pytest.raises(DatasetError, match="bad.gz: cannot read"):
+    with pytest.raises(DatasetError, match="bad.gz: corrupt or truncated gzip data"):
         P.prefs_file(bad)
+
+
+def test_a_gzip_bomb_is_refused_at_the_input_limit(tmp_path, monkeypatch):
+    import gzip
+
+    bomb = tmp_path / "bomb.prefs.gz"
+    with gzip.open(bomb, "wb") as f:
+        f.write(b"1 1\n")
+        for _ in range(16):
+            f.write(b"0 " * (1 << 19))
+    assert bomb.stat().st_size < 100_000
+    monkeypatch.setenv("MATCHBENCH_MAX_INPUT_BYTES", "8MiB")
+    with pytest.raises(DatasetError, match=r"bomb\.prefs\.gz: expands to more than 8\.0 MiB"):
+        P.prefs_file(bomb)
     latin = tmp_path / "latin.txt"
     latin.write_bytes(b"1 1\n0\n\xe9\n")
     with pytest.raises(DatasetError, match=r"latin.txt: line 3: not UTF-8"):

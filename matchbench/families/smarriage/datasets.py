@@ -38,10 +38,8 @@ return another instance for the same arguments must bump
 
 from __future__ import annotations
 
-import gzip
 import os
 import re
-import zlib
 from itertools import chain
 from pathlib import Path
 from typing import Any, NoReturn
@@ -49,6 +47,7 @@ from typing import Any, NoReturn
 import numpy as np
 from numba import njit, prange
 
+from matchbench.core import limits
 from matchbench.core.errors import DatasetError
 from matchbench.core.paths import resolve_path
 from matchbench.datasets import dataset
@@ -92,13 +91,8 @@ def _stem(path: Path) -> str:
 
 def _read_lines(path: Path) -> list[str]:
     """The file's lines (gzip when it starts with the gzip magic), without line ends."""
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise _fail(path, f"cannot read the file ({type(exc).__name__}: {exc})") from None
+    # capped: a small .gz may expand to gigabytes (limits.max_input_bytes)
+    raw = limits.read_bytes_capped(path, "prefs_file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
