@@ -98,3 +98,12 @@ def test_community_references_and_their_datasets_name_the_community_family(name)
     cls = get_class(f"matchbench.families.community.louvain.{_CLASSES[name]}")
     assert cls.name == name and get_problem(cls.problem).name == "community"
     assert spec_problem({"_target_": "matchbench.families.community.datasets.community_mtx"}) == "community"
+
+
+def test_a_non_finite_objective_is_never_verified():
+    from matchbench.core.problem import Verification
+
+    for bad in (float("inf"), float("-inf"), float("nan")):
+        v = Verification(True, None, bad)
+        assert not v.verified and "not finite" in v.reason
+    assert Verification(True, None, 3.0).verified

@@ -10,6 +10,7 @@ per family than ``objective``, ``sense`` and ``exact``.
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from typing import IO, Any, ClassVar
@@ -42,6 +43,13 @@ class Verification:
     objective: float
     bound: float | None = None
     reference: float | None = None
+
+    def __post_init__(self) -> None:
+        # A certificate proves a finite answer; an infinite or NaN objective (an overflowed
+        # sum) is never verified, whatever the family's checks said.
+        if self.verified and not math.isfinite(float(self.objective)):
+            self.verified = False
+            self.reason = f"objective {self.objective!r} is not finite (an overflowed sum)"
 
 
 class Problem:

@@ -224,6 +224,16 @@ class WeightedGraph:
         code, x, p = _check_csr(n, self.ptr, self.ind, self.weight)
         if code:
             raise _err(name, self._defect(int(code), int(x), int(p)))
+        # Every objective of the families on this graph (a matching's weight, modularity's
+        # 2m) is a sum of these weights: refuse what float64 cannot sum, rather than
+        # certify an infinite objective later.
+        total = float(np.sum(self.weight))
+        if not np.isfinite(total * 2.0):
+            raise _err(
+                name,
+                f"the weights sum to {total!r} (largest {float(self.weight.max())!r}): "
+                "beyond float64; scale the weights down",
+            )
         self.b = _as_capacity(self.b, n, name)
 
     def _defect(self, code: int, x: int, p: int) -> str:

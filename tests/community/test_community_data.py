@@ -369,3 +369,9 @@ def test_disk_cache_round_trip_keeps_the_family(tmp_path, monkeypatch):
     assert second is not first and type(second) is CommunityGraph
     assert _edges(second) == _edges(first) and second.params == first.params
     clear_cache()
+
+
+def test_subnormal_weights_are_refused_at_load_not_a_division_by_zero():
+    with pytest.raises(DatasetError, match="too small"):
+        CommunityGraph.from_edges([0, 1], [1, 2], [5e-324, 5e-324], 3, name="tiny")
+    assert CommunityGraph.from_edges([0], [1], [1e-100], 2, name="ok").n == 2

@@ -215,3 +215,10 @@ def test_damaged_files_name_the_file(tmp_path, name, data):
     with pytest.raises(DatasetError) as info:
         L.from_file(p, missing_cost=9)
     assert str(p) in str(info.value)
+
+
+def test_costs_whose_sums_overflow_are_refused_at_load():
+    from matchbench.families.lap.problem import CostMatrix
+
+    with pytest.raises(DatasetError, match="overflow float64"):
+        CostMatrix.from_array(np.array([[1e308, -1e308], [0.0, 1.0]]), name="c")

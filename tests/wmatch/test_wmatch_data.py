@@ -264,3 +264,10 @@ def test_dataset_configs_name_wmatch_functions(name):
     for spec in [cfg, *cfg.get("instances", [])]:
         if "_target_" in spec:
             assert spec_problem(spec) == "wmatch"
+
+
+def test_weights_whose_sum_overflows_are_refused_at_load():
+    from matchbench.graphs.weighted import WeightedGraph
+
+    with pytest.raises(DatasetError, match="beyond float64"):
+        WeightedGraph.from_edges([0, 1], [1, 2], [1e308, 1e308], 3, name="big")

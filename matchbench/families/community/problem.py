@@ -122,6 +122,13 @@ class CommunityGraph(WeightedGraph):
             )
         with _as_community():
             super().__post_init__()
+        two_m = float(np.sum(self.weight))
+        if two_m > 0 and not two_m * two_m > 0:
+            # modularity divides by (2m)^2: subnormal weights would divide by zero
+            raise DatasetError(
+                f"community instance {self.name!r}: the weights sum to {two_m!r}, too small "
+                "for modularity's 1 / (2m)^2 in float64; scale the weights up"
+            )
 
     @classmethod
     def from_edges(cls, u: Any, v: Any, w: Any, n: int, **kwargs: Any) -> CommunityGraph:

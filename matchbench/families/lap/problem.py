@@ -126,6 +126,14 @@ def validate_costs(
                 f"cost matrix has non-finite entries ({int(bad.sum())}, first "
                 f"c[{i}, {j}] = {a[i, j]})",
             )
+        top = float(np.abs(a).max(initial=0.0))
+        if not np.isfinite(top * 4.0 * max(a.shape)):
+            # an assignment's cost and its duals are sums of up to n of these entries
+            raise _err(
+                name,
+                f"cost magnitudes up to {top!r} over {max(a.shape)} rows overflow float64 "
+                "sums (the cost and the duals); scale the costs down",
+            )
     elif a.dtype not in COST_DTYPES:
         lo, hi = int(a.min()), int(a.max())
         i32 = np.iinfo(np.int32)
