@@ -15,7 +15,8 @@ RUN    ?= -m +experiment=quickstart
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	# compat mode puts the checkout on sys.path: conf/, kernels/ and hydra_plugins/ are found in place
+	# compat mode puts the checkout itself on sys.path, so Hydra's plugin scan finds hydra_plugins/
+	# in place; conf/ and kernels/ are read from the checkout (a wheel carries them inside the package)
 	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]' --config-settings editable_mode=compat
 	touch $@
 
@@ -26,7 +27,7 @@ test: $(BIN)/.installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(BIN)/.installed
-	$(BIN)/ruff check matchbench hydra_plugins tests
+	$(BIN)/ruff check matchbench hydra_plugins tests setup.py
 
 clean:
 	rm -rf $(VENV)

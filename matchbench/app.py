@@ -1,7 +1,7 @@
 """The Hydra application: ``matchbench [overrides]`` and ``matchbench -m ...`` sweeps.
 
 A single run builds its plan and executes it on a cluster of its own. In a multirun the
-Dask launcher (``hydra_plugins/matchbench_dask_launcher``) calls this function once per
+Dask launcher (``hydra_plugins/matchbench_dask_launcher``) calls :func:`job` once per
 job in *collect* mode: each call only returns its :class:`~matchbench.runner.plan.Plan`,
 and the launcher runs the tasks of all jobs together on one cluster.
 """
@@ -12,18 +12,19 @@ import contextlib
 import contextvars
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import hydra
 from omegaconf import DictConfig, OmegaConf
+
+from matchbench.core.paths import conf_dir
 
 _collecting: contextvars.ContextVar[bool] = contextvars.ContextVar("matchbench_collect", default=False)
 
 
 @contextlib.contextmanager
 def collecting() -> Iterator[None]:
-    """Within this context :func:`main` returns plans instead of executing them."""
+    """Within this context :func:`job` returns plans instead of executing them."""
     token = _collecting.set(True)
     try:
         yield
@@ -57,12 +58,8 @@ def report_summary(summary: dict[str, Any], stream=None) -> None:
         stream.write(f"paper tables: matchbench report --experiment {name}\n")
 
 
-#: ``conf/`` of the checkout, absolute so Hydra finds it however matchbench is started.
-CONFIG_DIR = str(Path(__file__).resolve().parents[1] / "conf")
-
-
-@hydra.main(version_base="1.3", config_path=CONFIG_DIR, config_name="config")
-def main(cfg: DictConfig):
+def job(cfg: DictConfig):
+    """One Hydra job: build its plan and run it (in collect mode, only return the plan)."""
     plan = job_plan(cfg)
     if _collecting.get():
         return plan
@@ -71,3 +68,14 @@ def main(cfg: DictConfig):
     summary = execute([plan])
     report_summary(summary)
     return summary
+
+
+def main() -> None:
+    """Hydra's command line on the configs shipped with matchbench (:func:`conf_dir`).
+
+    The config folder is looked up when the command starts, from an installed wheel or
+    the checkout, whatever the working directory; ``--config-dir DIR`` (Hydra's flag)
+    adds a folder of one's own beside it (``DIR/algorithm/my_solver.yaml`` is then
+    ``algorithm=my_solver``).
+    """
+    hydra.main(version_base="1.3", config_path=str(conf_dir()), config_name="config")(job)()

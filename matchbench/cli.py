@@ -1,7 +1,8 @@
 """The ``matchbench`` command.
 
 ``matchbench [overrides]`` and ``matchbench -m ...`` are the Hydra app
-(:mod:`matchbench.app`); three subcommands read results:
+(:mod:`matchbench.app`, on the configs shipped with matchbench; ``--config-dir DIR`` adds a
+folder of one's own); ``matchbench --help`` lists all of it. Three subcommands read results:
 
 ``matchbench results [RUN] [--root runs]``
     the latest (or a given) run as a table;
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 
 def results_main(argv: list[str]) -> int:
@@ -129,8 +131,66 @@ def pivot_markdown(df) -> str:
     return "\n".join(lines)
 
 
+#: ``matchbench SUBCOMMAND``: one line each for ``matchbench --help``.
+SUBCOMMANDS = {
+    "results": "the latest (or a given) run as a table",
+    "report": "the comparison report (HTML), or a preset's paper tables (--experiment NAME)",
+    "compare": "the regression gate between two runs (exit status 1 on a regression)",
+}
+
+
+def usage() -> str:
+    """``matchbench --help``: the run/sweep command, the subcommands, the config groups.
+
+    Works where the configs cannot be found (it says where it looked instead of listing
+    them), so that ``--help`` never ends in a traceback.
+    """
+    import textwrap
+
+    from matchbench.core.paths import conf_dir
+
+    lines = [
+        "usage: matchbench [--config-dir DIR] [-m] [KEY=VALUE ...]   run one job, or (-m) a sweep",
+        "       matchbench SUBCOMMAND [--help] ...",
+        "",
+        "Run or sweep (Hydra: every combination of -m's comma lists runs on one Dask cluster):",
+        "  matchbench -m +experiment=quickstart          the quickstart: every solver, embedded instances",
+        "  matchbench algorithm=hk dataset=kron dataset.scale=16",
+        "  matchbench --config-dir DIR algorithm=mine     DIR/algorithm/mine.yaml beside the shipped configs",
+        "  matchbench --cfg job [KEY=VALUE ...]           print the composed config, run nothing",
+        "  matchbench --hydra-help                        Hydra's own options",
+        "",
+        "Subcommands:",
+        *(f"  {name:<9} {text}" for name, text in SUBCOMMANDS.items()),
+        "",
+    ]
+    try:
+        root = conf_dir()
+    except FileNotFoundError as exc:
+        return "\n".join([*lines, f"Config groups: unavailable ({exc})", ""])
+    lines.append(f"Config groups ({root}; KEY=NAME picks one, +experiment=NAME a preset):")
+    for group in _config_groups(root):
+        names = ", ".join(sorted(f.stem for f in (root / group).glob("*.yaml")))
+        lines += textwrap.wrap(
+            names, width=100, initial_indent=f"  {group:<11} ", subsequent_indent=" " * 14
+        )
+    return "\n".join([*lines, ""])
+
+
+def _config_groups(root: Path) -> list[str]:
+    """The groups ``config.yaml``'s defaults list picks from, and ``experiment`` (presets)."""
+    import yaml
+
+    defaults = (yaml.safe_load((root / "config.yaml").read_text()) or {}).get("defaults", [])
+    picked = {k for d in defaults if isinstance(d, dict) for k in d if (root / k).is_dir()}
+    return sorted(picked | {"experiment"})
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] in (["-h"], ["--help"], ["help"]):
+        sys.stdout.write(usage())
+        sys.exit(0)
     if argv and argv[0] == "results":
         sys.exit(results_main(argv[1:]))
     if argv and argv[0] == "report":
@@ -141,6 +201,13 @@ def main(argv: list[str] | None = None) -> None:
         from matchbench.results.compare import main as compare_main
 
         sys.exit(compare_main(argv[1:]))
+    from matchbench.core.paths import conf_dir
+
+    try:
+        conf_dir()
+    except FileNotFoundError as exc:
+        print(f"matchbench: error: {exc}", file=sys.stderr)
+        sys.exit(2)
     from matchbench.app import main as app_main
 
     app_main()

@@ -109,15 +109,37 @@ def test_changed_objective_of_exact_family_is_a_regression(tmp_path, capsys):
     assert {r["runtime"] for r in doc["rows"]} == {"unchanged"}
 
 
-def test_too_few_repetitions_are_inconclusive(tmp_path, capsys):
+def test_three_repetitions_flag_a_threefold_slowdown(tmp_path, capsys):
+    """At the default 3 repetitions the rank test cannot reach p < 0.01 (p_min = 1/C(6, 3)
+    = 0.05); the separation rule still flags a large consistent slowdown."""
     _run(tmp_path, "base", seed=1, reps=3)
-    _run(tmp_path, "new", seed=2, reps=3, factor=1.5)
+    _run(tmp_path, "new", seed=2, reps=3, factor=3.0)
+    code, doc = _json(capsys, "base", "new", "--root", str(tmp_path))
+    assert code == 1
+    slow = _rows(doc, algorithm="apfb")
+    assert {r["verdict"] for r in slow} == {"regression"}
+    assert {r["test_method"] for r in slow} == {"separation"}
+    assert all(r["p_min"] == pytest.approx(0.05) for r in slow)
+    assert {r["verdict"] for r in _rows(doc, algorithm="hk_cpu")} == {"unchanged"}
+
+
+def test_three_repetitions_within_noise_are_not_a_regression(tmp_path, capsys):
+    _run(tmp_path, "base", seed=1, reps=3)
+    _run(tmp_path, "new", seed=2, reps=3, factor=1.02)
     code, doc = _json(capsys, "base", "new", "--root", str(tmp_path))
     assert code == 0
-    slow = _rows(doc, algorithm="apfb")
-    assert {r["verdict"] for r in slow} == {"inconclusive"}
-    assert all(r["p_min"] == pytest.approx(0.05) for r in slow)  # 1 / C(6, 3)
-    assert all(r["ratio"] > 1.3 for r in slow)
+    assert {r["verdict"] for r in doc["rows"]} == {"unchanged"}
+
+
+def test_too_few_repetitions_are_reported_with_their_own_exit_status(tmp_path, capsys):
+    _run(tmp_path, "base", seed=1, reps=1)
+    _run(tmp_path, "new", seed=2, reps=1, factor=3.0)
+    code, out, err = _main(capsys, "base", "new", "--root", str(tmp_path), "--format", "json")
+    assert code == compare.EXIT_INCONCLUSIVE == 3
+    assert {r["verdict"] for r in json.loads(out)["rows"]} == {"inconclusive"}
+    assert "too few repetitions to decide" in err
+    code, _, _ = _main(capsys, "base", "new", "--root", str(tmp_path), "--allow-inconclusive")
+    assert code == 0
 
 
 def test_failed_in_new_is_a_regression_and_fixed_is_not(tmp_path, capsys):

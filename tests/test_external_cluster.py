@@ -8,6 +8,7 @@ own process group so that a finalizer ends every one of them; the sweep is the r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -467,8 +468,7 @@ def test_workers_without_resources_run_cpu_tasks_and_skip_gpu_tasks(tmp_path):
                 "data_dir": str(tmp_path / "data"),
             }
             plans.append(build_plan(cfg, job_index=i))
-        for t in plans[1].tasks:
-            t["device"] = "gpu"  # as a GPU solver's task
+        plans[1].tasks[:] = [dataclasses.replace(t, device="gpu") for t in plans[1].tasks]  # as a GPU solver's
         log = io.StringIO()
         summary = _within(120, lambda: execute(plans, stream=log))
     assert "1 worker(s), 0 offering GPU=1, 0 offering CPU=1" in log.getvalue()

@@ -4,12 +4,14 @@ kernels compiled once per task process. The CPU side of each is in
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from matchbench.core.params import config_defaults
 from matchbench.runner.child import TaskProcess
 from matchbench.runner.plan import build_plan
 
@@ -36,7 +38,7 @@ def _task(tmp_path, algorithm, timeout_s=120.0, **gpu):
     plan = build_plan(cfg)
     assert not plan.error_rows, plan.error_rows
     (task,) = plan.tasks
-    return dict(task, timeout_s=timeout_s)
+    return dataclasses.replace(task, timeout_s=timeout_s)
 
 
 def test_device_oom_is_an_oom_row_and_the_next_task_gets_the_memory_back(tmp_path, helpers_path):
@@ -78,8 +80,9 @@ def test_kernels_compile_once_per_task_process(tmp_path):
     proc = TaskProcess()
     try:
         proc.precompile(["apfb"])
-        first = proc.run(_task(tmp_path, {"_target_": "matchbench.families.mcm.apfb.APFB"}))
-        second = proc.run(_task(tmp_path, {"_target_": "matchbench.families.mcm.apfb.APFB", "bfs": "plain"}))
+        apfb = {"_target_": "matchbench.families.mcm.apfb.APFB", **config_defaults("algorithm", "apfb")}
+        first = proc.run(_task(tmp_path, apfb))
+        second = proc.run(_task(tmp_path, apfb | {"bfs": "plain"}))
     finally:
         proc.close()
     assert all(r["status"] == "ok" and r["verified"] is True for r in first + second), first + second

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from matchbench.core.params import config_defaults
 from matchbench.runner.plan import build_plan
 from matchbench.runner.task import execute_task
 
@@ -15,7 +16,7 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("frontier", ["scan", "queue"])
 def test_instrumented_apfb_repetitions_count_edges_and_stay_certified(tmp_path, frontier):
     cfg = {
-        "algorithm": {"_target_": "matchbench.families.mcm.apfb.APFB", "frontier": frontier},
+        "algorithm": {"_target_": "matchbench.families.mcm.apfb.APFB", **config_defaults("algorithm", "apfb"), "frontier": frontier},
         "dataset": {"_target_": "matchbench.families.mcm.datasets.delaunay", "scale": 12, "seed": 1,
                     "rcp": True},
         "gpu": {"repetitions": 2, "warmup": 1, "instrumented": 2},

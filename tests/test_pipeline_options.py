@@ -3,6 +3,7 @@ plan-time skips across problem families, CPU workers beside GPU workers, sweeper
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
@@ -46,8 +47,8 @@ def _cfg(tmp_path, algorithm, dataset=ER, gpu=None, **run):
 def test_time_limit_is_a_run_option_not_a_solver_parameter(tmp_path):
     algo = {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp", "time_limit_s": 5}
     (task,) = build_plan(_cfg(tmp_path, algo)).tasks
-    assert task["time_limit_s"] == 5.0 and "time_limit_s" not in task["algorithm_cfg"]
-    assert task["variant"] == "default"  # the limit is not part of the variant
+    assert task.time_limit_s == 5.0 and "time_limit_s" not in task.algorithm_cfg
+    assert task.variant == "default"  # the limit is not part of the variant
 
 
 @pytest.mark.parametrize("bad", [0, -1, "soon", True])
@@ -81,8 +82,7 @@ def test_time_limit_covers_the_warm_up_and_task_timeout_still_applies(tmp_path, 
         (row,) = proc.run(task)
         assert row["status"] == "timeout" and row["time_limit_s"] == 2.0  # the task's limit hit first
         assert "task exceeded timeout_s=2" in row["error"]
-        task["timeout_s"], task["time_limit_s"] = 60.0, 1.5
-        (row,) = proc.run(task)
+        (row,) = proc.run(dataclasses.replace(task, timeout_s=60.0, time_limit_s=1.5))
         assert row["status"] == "timeout" and row["time_limit_s"] == 1.5
         assert row["error"].startswith("warm-up exceeded time_limit_s=1.5")
     finally:
@@ -114,9 +114,9 @@ def test_instrumented_is_ignored_by_solvers_without_instrumentation(tmp_path, fa
 
 def test_task_ids_are_unchanged_without_instrumented_runs(tmp_path):
     algo = {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}
-    a = build_plan(_cfg(tmp_path, algo)).tasks[0]["task_id"]
-    b = build_plan(_cfg(tmp_path, algo, gpu={"instrumented": 0})).tasks[0]["task_id"]
-    c = build_plan(_cfg(tmp_path, algo, gpu={"instrumented": 1})).tasks[0]["task_id"]
+    a = build_plan(_cfg(tmp_path, algo)).tasks[0].task_id
+    b = build_plan(_cfg(tmp_path, algo, gpu={"instrumented": 0})).tasks[0].task_id
+    c = build_plan(_cfg(tmp_path, algo, gpu={"instrumented": 1})).tasks[0].task_id
     assert a == b != c
 
 
@@ -127,7 +127,7 @@ def test_cross_family_pairs_are_left_out_at_plan_time_in_one_line(tmp_path):
     mixed = {"instances": [ER, LAP]}
     mcm = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}, mixed))
     lap = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.lap.refs.ScipyLSA"}, mixed))
-    assert [t["problem"] for t in mcm.tasks] == ["mcm"] and [t["problem"] for t in lap.tasks] == ["lap"]
+    assert [t.problem for t in mcm.tasks] == ["mcm"] and [t.problem for t in lap.tasks] == ["lap"]
     assert mcm.skipped_pairs == [("hk", "mcm", "uniform(n=16, cost_range='n', seed=1, rcp=False)", "lap")]
     assert lap.skipped_pairs[0][:2] == ("scipy_lsa", "lap") and lap.skipped_pairs[0][3] == "mcm"
     log = io.StringIO()

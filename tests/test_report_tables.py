@@ -149,7 +149,9 @@ def test_a_rate_per_second_reads_a_timeout_as_a_word_not_a_bound():
     ]
     for r in rows:
         r["proposals_per_s"] = 2.0e9 if r["status"] == "ok" else None
-    text = tables.render_experiment(frame(rows), spec_of(value="proposals_per_s", scale=1e-6, unit=""))
+    text = tables.render_experiment(
+        frame(rows), spec_of(value="proposals_per_s", scale=1e-6, unit="")
+    )
     assert md_rows(text)["big"] == ["2000", "timeout"], text
     assert "killed at the time limit" not in text
     # the same rows as times keep the bound
@@ -357,7 +359,7 @@ def test_cli_errors_exit_2(tmp_path, monkeypatch, capsys):
 @pytest.fixture
 def conf_dir(tmp_path, monkeypatch):
     """A config dir of its own: the real presets change under other people's hands."""
-    import matchbench.app
+    from matchbench.core import paths
 
     d = tmp_path / "conf"
     (d / "experiment").mkdir(parents=True)
@@ -370,7 +372,8 @@ def conf_dir(tmp_path, monkeypatch):
         "    - {title: T, rows: '{instance}', columns: '{algorithm}', unit: '${hydra:x}'}\n"
     )
     (d / "experiment" / "no_tables.yaml").write_text("# @package _global_\nrun:\n  verify: true\n")
-    monkeypatch.setattr(matchbench.app, "CONFIG_DIR", str(d))
+    # CONFIG_DIR is conf_dir() as a string, looked up when asked for
+    monkeypatch.setattr(paths, "conf_dir", lambda: d)
     return d
 
 
@@ -460,9 +463,13 @@ def test_value_reads_counters_and_phases_from_the_json_columns():
     assert g.value.at["g1", "louvain_gpu"] == pytest.approx(3.0)
     g = grid(_json_rows(), value={"num": "phases.level0_optimize", "den": "phases.optimize"})
     assert g.value.at["g1", "louvain_gpu"] == pytest.approx((0.2 / 0.3 + 0.4 / 0.5) / 2)
-    g = grid(_json_rows(), row_info={"levels": "counters.levels"}, where={"algorithm": "louvain_gpu"})
+    g = grid(
+        _json_rows(), row_info={"levels": "counters.levels"}, where={"algorithm": "louvain_gpu"}
+    )
     assert g.info.at["g1", "levels"] == 3
-    text = tables.render_experiment(frame(_json_rows()), spec_of(value="phases.optimize", scale=1000))
+    text = tables.render_experiment(
+        frame(_json_rows()), spec_of(value="phases.optimize", scale=1000)
+    )
     assert "ms" in text  # a phase is seconds: scale 1000 reads ms
     with pytest.raises(tables.ReportSpecError, match="not a result column"):
         tables.render_experiment(frame(_json_rows()), spec_of(value="counters."))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 
@@ -73,8 +74,9 @@ def test_wrong_answer_is_an_unverified_row(tmp_path, faulty_path):
     ],
 )
 def test_failures_become_rows_and_finished_repetitions_survive(tmp_path, faulty_path, mode, status, message):
-    task = _task(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": mode, "at": 1})
-    task["timeout_s"] = 3.0
+    task = dataclasses.replace(
+        _task(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": mode, "at": 1}), timeout_s=3.0
+    )
     proc = TaskProcess()
     try:
         rows = proc.run(task)
@@ -84,7 +86,7 @@ def test_failures_become_rows_and_finished_repetitions_survive(tmp_path, faulty_
         assert bad and bad[0]["status"] == status and message in bad[0]["error"], bad
         assert bad[0]["instance"] == ok[0]["instance"]
         # the process is usable again (a fresh child after a kill)
-        task2 = dict(task, algorithm_cfg={"_target_": "_faulty_solvers.Faulty"})
+        task2 = dataclasses.replace(task, algorithm_cfg={"_target_": "_faulty_solvers.Faulty"})
         assert all(r["status"] == "ok" for r in proc.run(task2))
     finally:
         proc.close()
@@ -121,8 +123,7 @@ def test_sweep_writes_rows_incrementally_and_resumes(tmp_path):
 
 def test_gpu_task_without_gpu_worker_is_a_row_not_a_hang(tmp_path):
     plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}))
-    for t in plan.tasks:
-        t["device"] = "gpu"
+    plan.tasks[:] = [dataclasses.replace(t, device="gpu") for t in plan.tasks]
     summary = execute([plan], stream=io.StringIO())
     df = read_results(summary["dir"])
     assert list(df.status) == ["skipped"] and "GPU=1" in df.error.iloc[0]
@@ -146,8 +147,9 @@ def test_precompile_plugin_registers_on_a_cluster():
 
 
 def test_timeout_before_any_row_still_names_the_instance(tmp_path, faulty_path):
-    task = _task(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": "sleep", "at": -1})
-    task["timeout_s"] = 3.0
+    task = dataclasses.replace(
+        _task(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": "sleep", "at": -1}), timeout_s=3.0
+    )
     proc = TaskProcess()
     try:
         (row,) = proc.run(task)

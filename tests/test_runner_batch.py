@@ -3,6 +3,7 @@ batchable solvers and their fallback, resume per instance, the ``many`` dataset 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -15,6 +16,7 @@ from matchbench.datasets import DatasetError, expand
 from matchbench.results.store import RunWriter, read_results
 from matchbench.runner.batch import (
     BATCHES_PER_WORKER,
+    Batch,
     BatchLimit,
     batch_key,
     make_batches,
@@ -22,7 +24,7 @@ from matchbench.runner.batch import (
 )
 from matchbench.runner.child import TaskProcess
 from matchbench.runner.execute import _warm_instances, execute
-from matchbench.runner.plan import build_plan
+from matchbench.runner.plan import Task, build_plan
 from matchbench.runner.task import execute_batch
 
 TESTS = Path(__file__).parent
@@ -52,7 +54,7 @@ def _cfg(tmp_path, algorithm, dataset=MANY, workers=1, reps=2, **run):
 def _batch(tmp_path, algorithm, dataset=MANY, **kw):
     plan = build_plan(_cfg(tmp_path, algorithm, dataset, **kw))
     assert not plan.error_rows, plan.error_rows
-    return {"batch_id": "b0", "tasks": plan.tasks, "joint": True}
+    return Batch(batch_id="b0", tasks=plan.tasks)
 
 
 def _by_task(rows):
@@ -125,8 +127,9 @@ def test_config_default_is_off():
 
 def _tasks(n, algorithm="a", device="cpu"):
     return {
-        f"{algorithm}{i}": {"task_id": f"{algorithm}{i}", "algorithm_cfg": {"_target_": algorithm},
-                            "device": device, "instance_spec": {"i": i}, "provenance": {"job_index": i}}
+        f"{algorithm}{i}": Task(task_id=f"{algorithm}{i}", algorithm=algorithm, problem="p", device=device,
+                                variant="default", algorithm_cfg={"_target_": algorithm},
+                                instance_spec={"i": i}, provenance={"job_index": i})
         for i in range(n)
     }
 
@@ -217,10 +220,10 @@ def test_many_configs_plan_10000_instances_in_one_job(tmp_path, name):
     plan = build_plan(_cfg(tmp_path, {"_target_": algorithm}, dataset))
     elapsed = time.perf_counter() - t0
     assert not plan.error_rows and not plan.skipped_pairs
-    assert len(plan.tasks) == 10_000 == len({t["task_id"] for t in plan.tasks})
-    assert len({t["instance_spec"]["seed"] for t in plan.tasks}) == 10_000
+    assert len(plan.tasks) == 10_000 == len({t.task_id for t in plan.tasks})
+    assert len({t.instance_spec["seed"] for t in plan.tasks}) == 10_000
     assert elapsed < 60  # linear: about a second here; a quadratic plan would take minutes
-    sizes = [t["instance_spec"].get("n", t["instance_spec"].get("scale")) for t in plan.tasks]
+    sizes = [t.instance_spec.get("n", t.instance_spec.get("scale")) for t in plan.tasks]
     assert (min(sizes), max(sizes)) == ((32, 512) if name == "lap_many" else (8, 12))
 
 
@@ -233,7 +236,7 @@ def test_one_by_one_batch_rows_are_those_of_single_tasks(tmp_path):
     batch = _batch(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"})
     rows, notes = execute_batch(batch)
     assert not notes
-    single = [r for t in batch["tasks"] for r in execute_task(t)]
+    single = [r for t in batch.tasks for r in execute_task(t)]
     assert len(rows) == len(single) == 12
     skip = {"timestamp", "batch_id"} | {k for r in rows for k in r if k.startswith("t_") or k.endswith("_per_s")}
     for a, b in zip(rows, single, strict=True):
@@ -277,11 +280,11 @@ def test_batchable_solver_gets_the_batch_and_each_instance_a_share(tmp_path, fau
     names = calls[0][1]
     inits = calls[0][2]  # the cheap matchings of the MCM family, one per instance, in order
     assert len(names) == 6 and [m.row_match.shape[0] for m in inits] == [
-        int(r["n_rows"]) for t in batch["tasks"] for r in rows if r["task_id"] == t["task_id"]
+        int(r["n_rows"]) for t in batch.tasks for r in rows if r["task_id"] == t.task_id
     ][::2]
     assert len(rows) == 12
     by = _by_task(rows)
-    assert [by[t["task_id"]][0]["instance"] for t in batch["tasks"]] == names  # answers in input order
+    assert [by[t.task_id][0]["instance"] for t in batch.tasks] == names  # answers in input order
     for r in rows:
         assert r["status"] == "ok" and r["verified"] is True, r
         assert r["batch_size"] == 6 and r["batch_id"] == "b0"
@@ -305,9 +308,8 @@ def test_whole_batch_failure_falls_back_to_one_by_one(tmp_path, faulty_path, mod
 
 @pytest.mark.parametrize(("mode", "message"), [("crash", "SIGKILL"), ("sleep", "exceeded its limits")])
 def test_joint_solve_killed_or_crashed_falls_back_in_a_fresh_process(tmp_path, faulty_path, mode, message):
-    batch = _batch(tmp_path, {"_target_": "_faulty_solvers.Batched", "mode": mode})
-    for t in batch["tasks"]:
-        t["timeout_s"] = 1.0  # the joint solve of 6 gets 6 s
+    # task_timeout_s=1: the joint solve of 6 gets 6 s
+    batch = _batch(tmp_path, {"_target_": "_faulty_solvers.Batched", "mode": mode}, task_timeout_s=1.0)
     proc = TaskProcess()
     try:
         rows, notes = proc.run_batch(batch)
@@ -323,9 +325,8 @@ def test_joint_solve_killed_or_crashed_falls_back_in_a_fresh_process(tmp_path, f
 def test_isolated_batch_instance_timeout_or_crash_is_its_row(tmp_path, faulty_path, mode, status, message):
     specs = expand(MANY)
     on = f"_s{specs[2]['seed']}"
-    batch = _batch(tmp_path, {"_target_": "_faulty_solvers.Picky", "mode": mode, "on": on, "at": 1})
-    for t in batch["tasks"]:
-        t["timeout_s"] = 3.0
+    batch = _batch(tmp_path, {"_target_": "_faulty_solvers.Picky", "mode": mode, "on": on, "at": 1},
+                   task_timeout_s=3.0)
     proc = TaskProcess()
     try:
         rows, notes = proc.run_batch(batch)
@@ -413,8 +414,7 @@ def test_resume_of_a_batched_sweep_runs_each_unfinished_instance_once(tmp_path):
 def test_gpu_batches_without_gpu_worker_are_skipped_rows_in_batch_files(tmp_path):
     plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"},
                            batch=4))
-    for t in plan.tasks:
-        t["device"] = "gpu"
+    plan.tasks[:] = [dataclasses.replace(t, device="gpu") for t in plan.tasks]
     summary = execute([plan], stream=io.StringIO())
     df = read_results(summary["dir"])
     assert len(df) == 6 and (df.status == "skipped").all() and df.batch_id.notna().all()
@@ -431,8 +431,7 @@ def test_gpu_batches_warm_their_instances_in_one_task_each(tmp_path):
             return object()
 
     plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"}))
-    for t in plan.tasks:
-        t["device"] = "gpu"
+    plan.tasks[:] = [dataclasses.replace(t, device="gpu") for t in plan.tasks]
     units = [plan.tasks[:4], plan.tasks[2:6], plan.tasks[:1]]  # overlapping: made once
     client = Client()
     warm = _warm_instances(client, units, 1, 1, io.StringIO())

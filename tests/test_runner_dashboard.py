@@ -113,3 +113,38 @@ def test_sweep_with_the_dashboard_off_prints_no_link(tmp_path):
     assert summary["rows"] == {"ok": 1}
     lines = [ln for ln in log.getvalue().splitlines() if ln.startswith("Dask dashboard:")]
     assert lines == ["Dask dashboard: none (cluster.dashboard_address=null, or bokeh is not installed)"]
+
+
+def _http_hosts(cluster) -> set[str]:
+    """The addresses the scheduler's HTTP server listens on."""
+    server = cluster.scheduler.http_server
+    return {sock.getsockname()[0] for sock in server._sockets.values()}
+
+
+@pytest.mark.parametrize(
+    ("setting", "dashboard"),
+    [("default", True), (":0", True), (None, False)],
+    ids=["default", "bare port", "off"],
+)
+def test_the_scheduler_listens_on_loopback_unless_asked(setting, dashboard):
+    """The dashboard (unauthenticated Bokeh) and, with ``dashboard_address=null``, the HTTP
+    server Dask starts anyway, listen on 127.0.0.1 only."""
+    import doctest
+
+    from matchbench.runner import cluster as C
+
+    runner = doctest.DocTestRunner()
+    for test in doctest.DocTestFinder().find(C.dashboard_address):
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+    cfg = {"n_workers": 0} if setting == "default" else {"n_workers": 0, "dashboard_address": setting}
+    if setting == "default":
+        cfg["dashboard_address"] = "127.0.0.1:0"  # the default's host, on a free port
+    lc = C._local_cpu(cfg)
+    try:
+        assert _http_hosts(lc) == {"127.0.0.1"}
+        port = next(iter(lc.scheduler.http_server._sockets.values())).getsockname()[1]
+        assert (_status(f"http://127.0.0.1:{port}/status") == 200) is dashboard
+    finally:
+        lc.close()
+    assert C.dashboard_address({}) == C.DEFAULT_DASHBOARD == "127.0.0.1:8787"

@@ -17,6 +17,7 @@ the rows) are in ``tests/gpu/test_faults_gpu.py``.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import sys
@@ -30,7 +31,7 @@ import yaml
 from matchbench.results.store import read_results
 from matchbench.runner.child import TaskProcess
 from matchbench.runner.execute import execute
-from matchbench.runner.plan import build_plan
+from matchbench.runner.plan import Task, build_plan
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
@@ -56,7 +57,7 @@ def _cfg(tmp_path, algorithm, dataset=ER, cluster=None, **run):
     }
 
 
-def _task(tmp_path, algorithm, **run) -> dict:
+def _task(tmp_path, algorithm, **run) -> Task:
     plan = build_plan(_cfg(tmp_path, algorithm, **run))
     assert not plan.error_rows, plan.error_rows
     (task,) = plan.tasks
@@ -174,14 +175,14 @@ class FakeGPUSolver:
         return 1024
 
 
-def _gpu_task(tmp_path, monkeypatch, events, failed, **solver) -> dict:
+def _gpu_task(tmp_path, monkeypatch, events, failed, **solver) -> Task:
     """A task whose solver is a :class:`FakeGPUSolver` (made in this process, unpicklable
     arguments included), to run with ``execute_task`` under ``fake_gpu``."""
     from matchbench.runner import task as task_module
 
     task = _task(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}, isolate=False)
-    task = dict(task, device="gpu", kernel_families=[], algorithm="fake_gpu",
-                algorithm_cfg={"_fake": solver})
+    task = dataclasses.replace(task, device="gpu", kernel_families=[], algorithm="fake_gpu",
+                               algorithm_cfg={"_fake": solver})
     real = task_module.new_solver
 
     def new_solver(cfg):
@@ -211,7 +212,8 @@ def test_cupy_out_of_memory_is_an_oom_row_with_the_sizes_and_the_process_goes_on
         assert oom["error_type"] == "OutOfMemoryError" and oom["repetition"] == 1
         assert "Out of memory allocating 5,368,709,120 bytes (allocated so far: 3,145,728 bytes)" in oom["error"]
         assert oom["n_rows"] == 64 and oom["n_edges"] > 0 and oom["instance_bytes"] > 0  # the instance's size
-        again = proc.run(dict(task, algorithm_cfg={"_target_": "_fault_helpers.CupyOutOfMemory", "at": 99}))
+        again = proc.run(dataclasses.replace(
+            task, algorithm_cfg={"_target_": "_fault_helpers.CupyOutOfMemory", "at": 99}))
         assert [r["status"] for r in again] == ["ok", "ok"]
         assert proc._proc.pid == pid  # the same task process: an OOM is no crash
     finally:
@@ -334,9 +336,13 @@ def test_instance_is_made_once_per_worker_and_reused_by_every_algorithm(tmp_path
     worker's task process, and each algorithm's rows carry the same instance."""
     log = tmp_path / "made.log"
     dataset = {"_target_": "_fault_helpers.counted_er", "scale": 6, "seed": 2, "log": str(log)}
-    plans = [build_plan(_cfg(tmp_path, {"_target_": f"matchbench.families.mcm.ref_numba.{c}"}, dataset),
+    from matchbench.core.params import config_defaults
+
+    plans = [build_plan(_cfg(tmp_path, {"_target_": f"matchbench.families.mcm.ref_numba.{c}",
+                                        **config_defaults("algorithm", name)}, dataset),
                         job_index=i)
-             for i, c in enumerate(("HopcroftKarp", "PothenFanPlus", "PushRelabel"))]
+             for i, (c, name) in enumerate((("HopcroftKarp", "hk"), ("PothenFanPlus", "pfp"),
+                                            ("PushRelabel", "pr")))]
     summary = execute(plans, stream=io.StringIO())
     df = read_results(summary["dir"])
     assert len(df) == 6 and (df.status == "ok").all() and df.instance_key.nunique() == 1

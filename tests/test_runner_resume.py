@@ -1,6 +1,6 @@
 """A task file half-written when the sweep died is never read, and resume runs its task.
 
-Rows go to ``.part-<task>.parquet.tmp`` and are renamed to ``part-<task>.parquet`` when
+Rows go to ``.part-<task>.parquet.<pid>.<random>.tmp`` and are renamed to ``part-<task>.parquet`` when
 complete (:class:`matchbench.results.store.RunWriter`); a crash between the two leaves
 the temporary file. It must be invisible to every reader (ours, pyarrow's dataset,
 DuckDB's glob) and must not count as done, so that ``run.resume=true`` runs the task
@@ -48,7 +48,7 @@ def test_half_written_task_file_is_never_read_and_resume_reruns_its_task(tmp_pat
     part = run_dir / f"part-{lost}.parquet"
     data = part.read_bytes()
     part.unlink()
-    tmp = run_dir / f".part-{lost}.parquet.tmp"
+    tmp = run_dir / f".part-{lost}.parquet.12345.0badc0de.tmp"  # the store's own temporary name
     tmp.write_bytes(data[: len(data) // 2])
 
     assert set(read_results(tmp_path / "runs").task_id) == set(before.task_id) - {lost}

@@ -197,6 +197,16 @@ def test_classify_runtime_on_real_samples():
         r = np.median(new) / np.median(base)
         assert stats.classify_runtime(r, stats.mann_whitney(base, new)) == expected
     assert stats.classify_runtime(1.3, stats.mann_whitney(base[:3], slow[:3])) == "inconclusive"
+    # ... which the separation rule then decides: 1.3x with 5% noise is well separated
+    assert stats.separation_verdict(base[:3], slow[:3], threshold=1.10) == "regression"
+    assert stats.separation_verdict(base[:3], same[:3], threshold=1.10) == "unchanged"
+    assert stats.separation_verdict(base[:2], slow[:2], threshold=1.10) is None
+
+
+def test_stats_doctests():
+    import doctest
+
+    assert doctest.testmod(stats).failed == 0
     with pytest.raises(ValueError):
         stats.classify_runtime(1.0, _mw(), threshold=1.0)
 

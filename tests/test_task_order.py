@@ -7,12 +7,9 @@ import itertools
 import pytest
 
 from matchbench.datasets import disk_cache_path, instance_key
-from matchbench.runner.execute import (
-    BYTES_PER_ENTRY,
-    DEFAULT_DEGREE,
-    instance_size_hint,
-    submission_order,
-)
+from matchbench.datasets.sizes import BYTES_PER_ENTRY, DEFAULT_DEGREE
+from matchbench.runner.execute import instance_size_hint, submission_order
+from matchbench.runner.plan import Task
 
 KRON = "matchbench.families.mcm.datasets.kronecker"
 RGG = "matchbench.families.mcm.datasets.rgg"
@@ -30,6 +27,7 @@ def _spec(target, **params):
     ("spec", "expected"),
     [
         (_spec(KRON, scale=10, edge_factor=16), 2**10 * 16),
+        (_spec(KRON, scale=10), 2**10 * 16),  # the generator's default edge_factor
         (_spec(RGG, scale=10), 2**10 * DEFAULT_DEGREE),
         (_spec(LAP, n=300), 300 * 300),
         (_spec(LEMMA31, n_men=1000, n_women=900, avg_degree=5), 1000 * 5),
@@ -40,7 +38,14 @@ def test_hint_from_parameters(tmp_path, spec, expected):
 
 
 @pytest.mark.parametrize(
-    "spec", [_spec(SMOKE, name="grid2d_2"), _spec(KRON, scale="big"), _spec(LAP, n=True)]
+    "spec",
+    [
+        _spec(SMOKE, name="grid2d_2"),
+        _spec(KRON, scale="big"),
+        _spec(LAP, n=True),
+        _spec(LAP, n=-3),
+        _spec("no.such.module.fn", n=10),
+    ],
 )
 def test_hint_unknown_is_zero(tmp_path, spec):
     assert instance_size_hint(spec, tmp_path) == 0
@@ -67,7 +72,8 @@ def test_hint_prefers_the_cached_file(tmp_path):
 
 def _tasks(tmp_path, specs_by_task):
     return {
-        tid: {"task_id": tid, "instance_spec": spec, "data_dir": str(tmp_path)}
+        tid: Task(task_id=tid, algorithm="a", problem="mcm", device="cpu", variant="default",
+                  algorithm_cfg={"_target_": "a"}, instance_spec=spec, data_dir=str(tmp_path))
         for tid, spec in specs_by_task
     }
 
@@ -88,7 +94,7 @@ INTERLEAVED = [
 def _groups(tasks, order):
     """The instance keys of ``order``, one per run of equal keys."""
     return [
-        k for k, _ in itertools.groupby(instance_key(tasks[tid]["instance_spec"]) for tid in order)
+        k for k, _ in itertools.groupby(instance_key(tasks[tid].instance_spec) for tid in order)
     ]
 
 

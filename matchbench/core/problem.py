@@ -61,12 +61,25 @@ class Problem:
     the optimum or are approximations judged by a quality ratio), and implement
     :meth:`verify`. :meth:`initialize` is the shared initializer every solver of the family
     starts from (``None`` when the family has none); its time is recorded apart.
+
+    What the shared layers need to know of a family beyond that, the family declares
+    here, so that the runner, the schema and the report never name it:
+    ``default_init`` and ``rate_columns`` (below). Its datasets declare their own facts
+    on their :func:`~matchbench.datasets.dataset` tags (problem, disk cache, size hint).
     """
 
     name: ClassVar[str]
     objective: ClassVar[str]
     sense: ClassVar[str] = "max"
     exact: ClassVar[bool] = True
+    #: The label of the initializer (``init`` config group) that the family's papers start
+    #: from: a task that starts from it keeps the task id it had before initializers were
+    #: configurable (:func:`matchbench.runner.plan.build_plan`). None: the family has none.
+    default_init: ClassVar[str | None] = None
+    #: Rate columns of the family's rows: ``{column: counter}`` gives the row's ``column``
+    #: the solver's ``counter`` per second of ``t_solve_s`` (of the whole call, in a batch).
+    #: Each ``column`` must be a column of :data:`matchbench.results.schema.SCHEMA`.
+    rate_columns: ClassVar[dict[str, str]] = {}
 
     def initialize(self, instance: Any) -> Any | None:
         return None

@@ -16,15 +16,21 @@ Life cycle, driven by :mod:`matchbench.runner.task` once per repetition::
 state (e.g. the shared initial matching); expensive one-time work (compilation, the
 upload of the graph) belongs in ``prepare`` guarded by a cache on ``self``.
 
-GPU solvers time ``run`` with CUDA events and report it through :meth:`timings`; CPU
-solvers are timed by the runner with a wall clock. :meth:`counters` returns counts such
-as kernel launches, host syncs, BFS levels or phases; :meth:`timings` per-phase seconds.
+What a solver measured in its last run reaches the runner as one record,
+:class:`Measurements` (:meth:`BaseSolver.measurements`): the seconds of the standard
+phases under their own names (``solve``, ``init``, ``upload``, ``transfer``), the
+family's other phases in ``phases`` and every counter in ``counters``. A solver either
+overrides :meth:`~BaseSolver.measurements`, or (most do) :meth:`~BaseSolver.timings` and
+:meth:`~BaseSolver.counters`, two dicts that the default ``measurements()`` turns into the
+record (:meth:`Measurements.from_dicts`: ``timings()["solve"]`` is ``solve``, and so on;
+the other timings are ``phases``). GPU solvers time ``run`` with CUDA events and report
+it as ``solve``; CPU solvers are timed by the runner with a wall clock.
 A GPU initializer (the ``init`` config group, :class:`BaseInitializer`) may be handed
 to ``prepare`` instead of an initial answer: solvers with ``device_init = True`` run it
-in :meth:`run`, before the solve, and report its seconds as ``timings()["init"]`` and
-the initial answer's objective as ``counters()["init_objective"]``. A solver with a
-preprocessing of its own (the GPU wmatch solvers' edge ranks) reports it the same way and
-names it in ``init_label``, which becomes the row's ``init`` where no initializer is set.
+in :meth:`run`, before the solve, and report its seconds as ``init`` and the initial
+answer's objective as the counter ``init_objective``. A solver with a preprocessing of
+its own (an edge ranking before the solve, say) reports it the same way and names it in
+``init_label``, which becomes the row's ``init`` where no initializer is set.
 Counters that cost time to collect (an atomic per adjacency entry) belong to
 instrumented repetitions: a solver with ``instrumentable = True`` switches them on in
 :meth:`instrument`, and the runner runs ``gpu.instrumented`` such repetitions after the
@@ -39,10 +45,95 @@ batch's, with ``batch_size``. ``prepare``/``run``/``result`` on one instance kee
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+#: The phases :class:`Measurements` names; the runner gives each its own column.
+STANDARD_PHASES = ("solve", "init", "upload", "transfer")
+
+
+@dataclass
+class Measurements:
+    """What a solver measured in its last run (the contract of :meth:`BaseSolver.measurements`).
+
+    Seconds are the solver's own clock (CUDA events on a GPU); None: not measured, the
+    runner then uses what it knows (its wall clock of ``run()`` for ``solve``, of
+    ``result()`` for a GPU solver's ``transfer``) or leaves the column null.
+
+    Attributes
+    ----------
+    solve : float or None
+        The timed region (``t_solve_s``): replaces the runner's wall clock of ``run()``.
+    init : float or None
+        A GPU initializer, or the solver's own preprocessing, run inside ``run()`` before
+        the solve (``t_init_s``; its objective is the counter ``init_objective``).
+    upload : float or None
+        The host-to-device copy of the instance (``t_upload_s``).
+    transfer : float or None
+        The answer's device-to-host copy (``t_transfer_s``).
+    phases : dict of str to float
+        The family's other phases, in seconds (``phases_json``), e.g. one entry per
+        kernel stage.
+    counters : dict
+        Every count of the run (``counters_json``). Names the runner gives a column of
+        their own: ``kernel_launches``, ``host_syncs``, ``iterations`` (else ``phases``),
+        ``init_objective`` (the objective of the initial answer ``init`` made: one
+        number, or one per instance of a batch) and ``batch_size``. A family's counters
+        that become rates are declared by the family
+        (:attr:`matchbench.core.problem.Problem.rate_columns`).
+
+    Examples
+    --------
+    >>> m = Measurements.from_dicts({"solve": 0.5, "push": 0.4}, {"kernel_launches": 7})
+    >>> m.solve, m.transfer, m.phases, m.counters
+    (0.5, None, {'push': 0.4}, {'kernel_launches': 7})
+    """
+
+    solve: float | None = None
+    init: float | None = None
+    upload: float | None = None
+    transfer: float | None = None
+    phases: dict[str, float] = field(default_factory=dict)
+    counters: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_dicts(
+        cls, timings: Mapping[str, Any] | None, counters: Mapping[str, Any] | None
+    ) -> Measurements:
+        """The record of a solver's ``timings()`` and ``counters()`` dicts.
+
+        The :data:`STANDARD_PHASES` keys of ``timings`` become their fields, the other
+        keys ``phases``; ``counters`` is copied.
+        """
+        rest = dict(timings or {})
+        named = {k: rest.pop(k) for k in STANDARD_PHASES if k in rest}
+        return cls(**named, phases=rest, counters=dict(counters or {}))
+
+    @classmethod
+    def of(cls, solver: Any) -> Measurements:
+        """The measurements of ``solver``'s last run.
+
+        Its :meth:`~BaseSolver.measurements` where it has one, else (a solver class that
+        does not derive from :class:`BaseSolver`) its ``timings()`` and ``counters()``.
+        """
+        get = getattr(solver, "measurements", None)
+        if get is not None:
+            return get()
+        return cls.from_dicts(solver.timings(), solver.counters())
 
 
 class BaseSolver:
+    """A solver of one problem family (the contract: this module's docstring).
+
+    Class attributes: ``name`` (the YAML file name and the ``algorithm`` column),
+    ``problem`` (the family), ``device`` (``"cpu"`` or ``"gpu"``) and the optional
+    capabilities below. Methods: :meth:`skip`, :meth:`prepare` (untimed), :meth:`run` (the
+    timed region), :meth:`result`; after a run, :meth:`measurements` (by default made of
+    :meth:`timings` and :meth:`counters`, which solvers override) and
+    :meth:`memory_peak_bytes`.
+    """
+
     name: ClassVar[str]
     problem: ClassVar[str]
     device: ClassVar[str] = "cpu"
@@ -81,16 +172,27 @@ class BaseSolver:
         """Batchable solvers: the answers of the last :meth:`run`, in input order."""
         raise NotImplementedError
 
+    def measurements(self) -> Measurements:
+        """What the last run measured, as the runner reads it (see :class:`Measurements`).
+
+        The default is made of :meth:`timings` and :meth:`counters`
+        (:meth:`Measurements.from_dicts`); a solver may override this instead.
+        """
+        return Measurements.from_dicts(self.timings(), self.counters())
+
     def timings(self) -> dict[str, float]:
         """Seconds measured by the solver itself, e.g. ``{"solve": ..., "transfer": ...}``.
 
-        A ``"solve"`` entry (GPU solvers: CUDA events) replaces the runner's wall clock.
-        Other keys are phase times (``phase_<name>`` columns of the report's breakdown).
+        The keys of :data:`STANDARD_PHASES` are the fields of :class:`Measurements` of the
+        same names (a ``"solve"`` entry, GPU solvers: CUDA events, replaces the runner's
+        wall clock). Other keys are phase times (``phase_<name>`` columns of the report's
+        breakdown).
         """
         return {}
 
     def counters(self) -> dict[str, int | float]:
-        """Counts of the last run: ``kernel_launches``, ``host_syncs``, ``iterations``..."""
+        """Counts of the last run (:attr:`Measurements.counters`): ``kernel_launches``,
+        ``host_syncs``, ``iterations``, and the family's own."""
         return {}
 
     def instrument(self, on: bool) -> None:

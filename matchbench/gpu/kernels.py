@@ -11,12 +11,13 @@ every kernel builds for the architectures we target).
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+from matchbench.core.paths import resource_dir
 
 #: Options every family is compiled with.
 BASE_OPTIONS: tuple[str, ...] = ("--std=c++17",)
@@ -33,19 +34,15 @@ class KernelCompileError(RuntimeError):
 
 @cache
 def kernel_dir() -> Path:
-    """The kernel sources: ``matchbench/kernels/`` of an installed wheel, else ``kernels/``
-    of the checkout (``MATCHBENCH_KERNEL_DIR`` overrides both)."""
-    env = os.environ.get("MATCHBENCH_KERNEL_DIR")
-    candidates = [Path(env)] if env else []
-    here = Path(__file__).resolve()
-    candidates += [here.parents[1] / "kernels", here.parents[2] / "kernels"]
-    for c in candidates:
-        if (c / "common.cuh").is_file():
-            return c
-    raise FileNotFoundError(
-        "kernel sources not found; looked in " + ", ".join(str(c) for c in candidates)
-        + " (set MATCHBENCH_KERNEL_DIR to the folder holding common.cuh)"
-    )
+    """The kernel sources: ``$MATCHBENCH_KERNEL_DIR``, else ``matchbench/kernels/`` of an
+    installed wheel, else ``kernels/`` of the checkout (the first holding ``common.cuh``).
+
+    Raises
+    ------
+    FileNotFoundError
+        Naming every folder looked in.
+    """
+    return resource_dir("kernels", "common.cuh", env="MATCHBENCH_KERNEL_DIR")
 
 
 def _sources() -> dict[str, Path]:

@@ -29,7 +29,6 @@ def index_dtype(*sizes: int) -> np.dtype:
     return np.dtype(np.int32) if max(sizes, default=0) <= INT32_MAX else np.dtype(np.int64)
 
 
-
 @dataclass(eq=False)
 class BipartiteGraph:
     """A bipartite graph stored in both CSR directions.
@@ -230,6 +229,14 @@ class BipartiteGraph:
         }
 
 
+def _mates(match: np.ndarray, n_other: int) -> np.ndarray:
+    """The other side's mate array of one side's ``match`` (-1: unmatched)."""
+    other = np.full(n_other, -1, dtype=match.dtype)
+    k = np.flatnonzero(match >= 0)
+    other[match[k]] = k
+    return other
+
+
 @dataclass
 class Matching:
     """A bipartite matching as two mate arrays; -1 marks an unmatched vertex.
@@ -247,18 +254,12 @@ class Matching:
     @classmethod
     def from_col_match(cls, col_match: np.ndarray, n_rows: int) -> Matching:
         col_match = np.asarray(col_match)
-        row_match = np.full(n_rows, -1, dtype=col_match.dtype)
-        j = np.flatnonzero(col_match >= 0)
-        row_match[col_match[j]] = j
-        return cls(row_match=row_match, col_match=col_match)
+        return cls(row_match=_mates(col_match, n_rows), col_match=col_match)
 
     @classmethod
     def from_row_match(cls, row_match: np.ndarray, n_cols: int) -> Matching:
         row_match = np.asarray(row_match)
-        col_match = np.full(n_cols, -1, dtype=row_match.dtype)
-        i = np.flatnonzero(row_match >= 0)
-        col_match[row_match[i]] = i
-        return cls(row_match=row_match, col_match=col_match)
+        return cls(row_match=row_match, col_match=_mates(row_match, n_cols))
 
     def copy(self) -> Matching:
         return Matching(self.row_match.copy(), self.col_match.copy())

@@ -35,7 +35,16 @@ from matchbench.core.errors import DatasetError
 from matchbench.core.params import host_cores
 from matchbench.graphs.bipartite import INT32_MAX, BipartiteGraph, index_dtype
 
-__all__ = ["delaunay", "erdos_renyi", "grid", "kronecker", "rgg", "road"]
+__all__ = [
+    "check_int",
+    "delaunay",
+    "erdos_renyi",
+    "grid",
+    "kronecker",
+    "rgg",
+    "road",
+    "unit_square_points",
+]
 
 # Kronecker edges are drawn in chunks of this many, one random stream each: a constant,
 # so that the graph of a seed is the same whatever the thread count.
@@ -43,13 +52,29 @@ _KRON_CHUNK = 1 << 20
 _MAX_SCALE = 40
 
 
-def _check_int(what: str, value: Any, lo: int, hi: int | None = None) -> int:
+def check_int(what: str, value: Any, lo: int, hi: int | None = None) -> int:
+    """``value`` as an int in ``[lo, hi]`` (``hi`` None: no upper bound), for generator
+    arguments.
+
+    >>> check_int("grid: scale", 3, 1)
+    3
+    >>> check_int("grid: scale", 0, 1, 40)
+    Traceback (most recent call last):
+    matchbench.core.errors.DatasetError: grid: scale must be [1, 40], not 0
+
+    Raises
+    ------
+    DatasetError
+        Naming ``what``, for a bool, a non-integer or a value out of range.
+    """
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise DatasetError(f"{what} must be an integer, not {value!r}")
     if value < lo or (hi is not None and value > hi):
         bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
         raise DatasetError(f"{what} must be {bound}, not {value}")
     return int(value)
+
+
 
 
 def _from_symmetric_csr(
@@ -154,9 +179,9 @@ def kronecker(
     DIMACS10 matrices' nonzeros: 10,140,140 vs 10,228,360 at scale 17, 21,004,246 vs
     21,165,908 at scale 18 (seed 1).
     """
-    scale = _check_int("kronecker: scale", scale, 1, _MAX_SCALE)
-    edge_factor = _check_int("kronecker: edge_factor", edge_factor, 1)
-    seed = _check_int("kronecker: seed", seed, 0)
+    scale = check_int("kronecker: scale", scale, 1, _MAX_SCALE)
+    edge_factor = check_int("kronecker: edge_factor", edge_factor, 1)
+    seed = check_int("kronecker: seed", seed, 0)
     a, b, c = float(a), float(b), float(c)
     if min(a, b, c) <= 0 or a + b + c >= 1:
         raise DatasetError(
@@ -216,8 +241,8 @@ def delaunay(scale: int, seed: int = 1) -> BipartiteGraph:
     ``scipy.spatial.Delaunay``) triangulates; points it leaves out as coincident, which
     uniform random doubles make practically impossible, would be isolated vertices.
     """
-    scale = _check_int("delaunay: scale", scale, 2, _MAX_SCALE)
-    seed = _check_int("delaunay: seed", seed, 0)
+    scale = check_int("delaunay: scale", scale, 2, _MAX_SCALE)
+    seed = check_int("delaunay: seed", seed, 0)
     from scipy.spatial import Delaunay
 
     n = 1 << scale
@@ -248,8 +273,8 @@ def rgg(scale: int, seed: int = 1, radius_factor: float = 0.55) -> BipartiteGrap
     As the DIMACS10 ``rgg_n_2_*_s0`` graphs of Deveci et al. 2013, Table 2, whose radius
     is ``0.55 * sqrt(ln n / n)``. Pairs come from ``scipy.spatial.cKDTree.query_pairs``.
     """
-    scale = _check_int("rgg: scale", scale, 1, _MAX_SCALE)
-    seed = _check_int("rgg: seed", seed, 0)
+    scale = check_int("rgg: scale", scale, 1, _MAX_SCALE)
+    seed = check_int("rgg: seed", seed, 0)
     radius_factor = float(radius_factor)
     if radius_factor <= 0:
         raise DatasetError(f"rgg: radius_factor must be > 0, not {radius_factor}")
@@ -288,8 +313,8 @@ def grid(scale: int, seed: int = 1) -> BipartiteGraph:
     A structured mesh: every maximum matching is perfect when the vertex count is even,
     and augmenting paths are long on the RCP variant (Deveci et al. 2013, Sec. 4).
     """
-    scale = _check_int("grid: scale", scale, 1, _MAX_SCALE)
-    seed = _check_int("grid: seed", seed, 0)
+    scale = check_int("grid: scale", scale, 1, _MAX_SCALE)
+    seed = check_int("grid: seed", seed, 0)
     h, w = _grid_shape(scale)
     u, v = _grid_edges(h, w)
     params = {"scale": scale, "seed": seed, "rows": h, "cols": w}
@@ -315,8 +340,8 @@ def road(
     ends, as in the SNAP ``roadNet-*`` graphs (average degree 2.5 to 2.8) of Deveci et
     al. 2013, Table 2. Name ``road_{scale}``, family ``road``.
     """
-    scale = _check_int("road: scale", scale, 2, _MAX_SCALE)
-    seed = _check_int("road: seed", seed, 0)
+    scale = check_int("road: scale", scale, 2, _MAX_SCALE)
+    seed = check_int("road: seed", seed, 0)
     remove_fraction = float(remove_fraction)
     shortcut_fraction = float(shortcut_fraction)
     if not 0 <= remove_fraction < 1 or not 0 <= shortcut_fraction <= 1:
@@ -387,8 +412,8 @@ def erdos_renyi(
         ``er_{scale}_d{avg_degree}`` (``_a{aspect}`` appended when aspect is not 1),
         family ``er``.
     """
-    scale = _check_int("erdos_renyi: scale", scale, 1, _MAX_SCALE)
-    seed = _check_int("erdos_renyi: seed", seed, 0)
+    scale = check_int("erdos_renyi: scale", scale, 1, _MAX_SCALE)
+    seed = check_int("erdos_renyi: seed", seed, 0)
     avg_degree = float(avg_degree)
     aspect = float(aspect)
     n_rows = 1 << scale

@@ -1,4 +1,9 @@
-"""Matrix Market files as bipartite graphs.
+"""Matrix Market files as bipartite graphs, and as weighted undirected graphs.
+
+:func:`read` is the bipartite reading (below); :func:`read_weighted` is the one weighted
+reading of a square file that the weighted-matching and community families share (vertex i
+per row and column, an edge per off-diagonal entry, duplicates merged by the largest value,
+a ``general`` file symmetrized), each family adding its own policy for values and loops.
 
 A matrix with ``m`` rows and ``n`` columns is the bipartite graph rows x columns: stored
 entry (i, j) is the edge between row vertex i and column vertex j (Deveci et al. 2013,
@@ -33,6 +38,7 @@ import gzip
 import os
 import re
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +49,7 @@ from matchbench.core.errors import DatasetError, DatasetWarning
 from matchbench.core.paths import resolve_path
 from matchbench.graphs.bipartite import INT32_MAX, BipartiteGraph
 
-__all__ = ["load", "read", "write"]
+__all__ = ["WeightedEntries", "load", "read", "read_weighted", "stem", "write"]
 
 _FIELDS = ("pattern", "integer", "real")
 _SYMMETRIES = ("general", "symmetric", "skew-symmetric", "hermitian")
@@ -52,7 +58,8 @@ _MIN_ENTRY_BYTES = {"pattern": 4, "integer": 6, "real": 6}
 _GZIP_MAX_RATIO = 1100
 
 
-def _stem(path: Path) -> str:
+def stem(path: Path) -> str:
+    """The file name without ``.mtx`` / ``.mtx.gz``: the default instance name."""
     name = path.name
     for ext in (".gz", ".mtx"):
         if name.endswith(ext):
@@ -232,19 +239,12 @@ def read(
     -----
     Deveci et al. 2013, Sec. 4: a matrix is the bipartite graph of its rows and columns.
     """
-    import fast_matrix_market as fmm
-
     path = Path(path).expanduser()
     if not path.is_file():
         raise DatasetError(f"{path}: no such file")
     header = _read_header(path)
     long_type = max(header.nrows, header.ncols) > INT32_MAX
-    try:
-        (data, (rows, cols)), shape = fmm.read_coo(
-            str(path), long_type=long_type, generalize_symmetry=False
-        )
-    except (ValueError, OverflowError, RuntimeError, MemoryError, OSError, EOFError) as exc:
-        raise _translate(path, exc, header) from None
+    (data, (rows, cols)), shape = _read_coo(path, header, long_type)
 
     n_rows, n_cols = (int(s) for s in shape)
     n_entries = int(rows.shape[0])
@@ -279,7 +279,220 @@ def read(
         "n_duplicates": n_duplicates,
     }
     info.update(params or {})
-    return BipartiteGraph.from_scipy(a, name=name or _stem(path), family=family, params=info)
+    return BipartiteGraph.from_scipy(a, name=name or stem(path), family=family, params=info)
+
+
+def _read_coo(path: Path, header: Any, long_type: bool):
+    """fast_matrix_market's ``read_coo`` of a checked file, its errors made specific."""
+    import fast_matrix_market as fmm
+
+    try:
+        return fmm.read_coo(str(path), long_type=long_type, generalize_symmetry=False)
+    except (ValueError, OverflowError, RuntimeError, MemoryError, OSError, EOFError) as exc:
+        raise _translate(path, exc, header) from None
+
+
+# ---------------------------------------------------------------------------------------
+# Weighted undirected graphs
+
+
+@dataclass(eq=False)
+class WeightedEntries:
+    """The stored entries of a square Matrix Market file, read by :func:`read_weighted`.
+
+    A family applies its policy to ``values`` (absolute values, negative entries, loops)
+    and then calls :meth:`edges`. Errors name ``where`` (the family's reader) and the file.
+
+    Attributes
+    ----------
+    path : Path
+    header : fast_matrix_market header
+        ``field``, ``symmetry``, ``nrows``, ...
+    n : int
+        The matrix order: the vertex count.
+    rows, cols : ndarray
+        int64, 0-based, one per stored entry (one triangle of a symmetric file).
+    values : ndarray
+        float64 per entry, finite: 1 in a ``pattern`` file, ``|a_ij|`` when read with
+        ``absolute=True``.
+    where : str
+        Prefix of the messages (``"wmatch graph_mtx"``).
+    absolute : bool
+        Whether ``values`` are absolute values (said in the duplicate warning).
+    """
+
+    path: Path
+    header: Any
+    n: int
+    rows: np.ndarray
+    cols: np.ndarray
+    values: np.ndarray
+    where: str
+    absolute: bool = False
+
+    @property
+    def pattern(self) -> bool:
+        return self.header.field == "pattern"
+
+    @property
+    def n_entries(self) -> int:
+        return int(self.rows.shape[0])
+
+    def fail(self, msg: str) -> DatasetError:
+        """An error naming the reader and the file."""
+        return DatasetError(f"{self.where} {self.path}: {msg}")
+
+    def entry_error(self, k: int, why: str) -> DatasetError:
+        """An error about entry ``k`` (1-based indices and its value in the message)."""
+        r, c = self.rows[k] + 1, self.cols[k] + 1
+        return self.fail(f"entry ({r}, {c}) is {self.values[k]}; {why}")
+
+    def edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """The undirected graph of the entries: ``(u, v, w, params)``, ``u < v``, ascending.
+
+        Diagonal entries are dropped; duplicates (an entry for a pair already given) are
+        merged by the largest value, with a :class:`DatasetWarning`; a ``general`` file is
+        symmetrized, weight ``max(a_ij, a_ji)`` with an absent entry counting 0; zero
+        weights are dropped. The arrays are handed over: the entries hold none afterwards
+        (a large matrix is not kept twice).
+
+        Returns
+        -------
+        tuple
+            ``params`` holds ``path``, ``field``, ``symmetry``, ``n_entries``,
+            ``n_diagonal``, ``n_zero``, ``n_duplicates``, ``symmetrized`` and
+            ``n_asymmetric`` (pairs stored in one direction only or with two values).
+
+        Raises
+        ------
+        DatasetError
+            When no edge is left.
+        """
+        # Here, not at the top: the bipartite reading needs no numba (weighted.py's import).
+        from matchbench.graphs.weighted import merge_max, merge_min
+
+        n, n_entries = self.n, self.n_entries
+        rows, cols, values = self.rows, self.cols, self.values
+        self.rows = self.cols = self.values = np.zeros(0)
+        diagonal = rows == cols
+        n_diagonal = int(np.count_nonzero(diagonal))
+        off = ~diagonal
+        rows, cols, values = rows[off], cols[off], values[off]
+        del diagonal, off
+        symmetrized = self.header.symmetry == "general"
+        n_asymmetric = 0
+        if symmetrized:
+            dkey, dval = merge_max(rows * n + cols, values)
+            n_duplicates = int(rows.shape[0] - dkey.shape[0])
+            r, c = np.divmod(dkey, n)
+            ukey = np.minimum(r, c) * n + np.maximum(r, c)
+            key, w = merge_max(ukey, dval)
+            # A pair is asymmetric when stored in one direction only or with two values.
+            counts = np.unique(ukey, return_counts=True)[1]
+            n_asymmetric = int(np.count_nonzero((counts == 1) | (w != merge_min(ukey, dval))))
+            del dkey, dval, r, c, ukey
+        else:
+            key, w = merge_max(np.minimum(rows, cols) * n + np.maximum(rows, cols), values)
+            n_duplicates = int(rows.shape[0] - key.shape[0])
+        del rows, cols, values
+        if n_duplicates:
+            largest = "largest |value|" if self.absolute else "largest value"
+            warnings.warn(
+                f"{self.where} {self.path}: {n_duplicates} duplicate entries merged ({largest})",
+                DatasetWarning,
+                stacklevel=3,  # the caller of the family's reader
+            )
+        nonzero = w > 0
+        n_zero = int(np.count_nonzero(~nonzero))
+        key, w = key[nonzero], w[nonzero]
+        if key.shape[0] == 0:
+            raise self.fail("no edge left after dropping the diagonal and zero weights")
+        u, v = np.divmod(key, n)
+        params = {
+            "path": str(self.path),
+            "field": self.header.field,
+            "symmetry": self.header.symmetry,
+            "n_entries": n_entries,
+            "n_diagonal": n_diagonal,
+            "n_zero": n_zero,
+            "n_duplicates": n_duplicates,
+            "symmetrized": symmetrized,
+            "n_asymmetric": n_asymmetric,
+        }
+        return u, v, w, params
+
+
+def read_weighted(
+    path: str | os.PathLike,
+    data_dir: str | os.PathLike | None = None,
+    *,
+    where: str,
+    absolute: bool = False,
+) -> WeightedEntries:
+    """Read a square Matrix Market file (``.mtx`` or ``.mtx.gz``) as weighted entries.
+
+    Parameters
+    ----------
+    path : path
+        The file; a relative path not found from the working directory is looked up in
+        ``data_dir`` (default :func:`~matchbench.core.paths.default_data_dir`).
+    where : str
+        The family's reader, first in every message (``"community community_mtx"``).
+    absolute : bool
+        Read ``|a_ij|`` at once, so that the checks and messages see absolute values (the
+        weighted-matching family's reading, Naim et al. 2015).
+
+    Returns
+    -------
+    WeightedEntries
+        The entries, values finite; :meth:`WeightedEntries.edges` makes the graph.
+
+    Raises
+    ------
+    DatasetError
+        Naming ``where`` and the file: a missing file, what :func:`read`'s header checks
+        reject (bad header, complex field, array format, empty matrix, wrong entry count,
+        a non-numeric field, an index out of range), a non-square matrix, or a NaN or
+        infinite value (naming the first such entry and the count).
+    """
+    p = resolve_path(path, data_dir)
+    if not p.is_file():
+        raise DatasetError(f"{where} {p}: no such file")
+    try:
+        header = _read_header(p)
+    except DatasetError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+    if header.nrows != header.ncols:
+        raise DatasetError(
+            f"{where} {p}: the matrix is not square ({header.nrows} x {header.ncols}); "
+            "a graph needs n x n"
+        )
+    try:
+        (data, (rows, cols)), shape = _read_coo(p, header, header.nrows > INT32_MAX)
+    except DatasetError as exc:
+        raise DatasetError(f"{where}: {exc}") from None
+    n_entries = int(rows.shape[0])
+    if header.field == "pattern":
+        values = np.ones(n_entries)
+    else:
+        values = np.asarray(data, dtype=np.float64)
+        values = np.abs(values) if absolute else values
+    del data
+    entries = WeightedEntries(
+        p,
+        header,
+        int(shape[0]),
+        rows.astype(np.int64),
+        cols.astype(np.int64),
+        values,
+        where,
+        absolute,
+    )
+    bad = ~np.isfinite(values)
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise entries.entry_error(k, f"weights must be finite ({int(bad.sum())} such entries)")
+    return entries
 
 
 def load(path: str | os.PathLike, data_dir: str | os.PathLike | None = None) -> BipartiteGraph:

@@ -26,20 +26,29 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO, TypeVar
 
 from matchbench.core.errors import DatasetError
 from matchbench.core.paths import default_data_dir
 from matchbench.graphs.bipartite import BipartiteGraph
 
-__all__ = ["DEFAULT_URL", "cache_path", "load", "resolve"]
+__all__ = ["DEFAULT_URL", "cache_path", "load", "read_with", "resolve", "split_name"]
 
 DEFAULT_URL = "https://sparse.tamu.edu/MM"
+_G = TypeVar("_G")
 _PART = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
-def _split(name: str) -> tuple[str, str]:
+def split_name(name: str) -> tuple[str, str]:
+    """``("HB", "bcsstk01")`` of ``"HB/bcsstk01"``.
+
+    Raises
+    ------
+    DatasetError
+        For a name not of the form ``Group/Name`` (letters, digits, ``_.+-``).
+    """
     parts = str(name).strip().strip("/").split("/")
     if len(parts) != 2 or not all(_PART.match(p) for p in parts):
         raise DatasetError(
@@ -55,7 +64,7 @@ def _base_url(base_url: str | None) -> str:
 
 def cache_path(name: str, data_dir: str | os.PathLike | None = None) -> Path:
     """Where matrix ``Group/Name`` is cached: ``<data_dir>/suitesparse/Group/Name/Name.mtx``."""
-    group, matrix = _split(name)
+    group, matrix = split_name(name)
     root = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
     return root / "suitesparse" / group / matrix / f"{matrix}.mtx"
 
@@ -208,7 +217,7 @@ def resolve(
         (the message says which file to download and where to extract it), or an
         archive without ``Name.mtx``.
     """
-    group, matrix = _split(name)
+    group, matrix = split_name(name)
     target = cache_path(name, data_dir)
     hit = _cached(target)
     if hit is not None:
@@ -247,6 +256,30 @@ def resolve(
     return target
 
 
+def read_with(
+    reader: Callable[..., _G],
+    name: str,
+    data_dir: str | os.PathLike | None = None,
+    offline: bool = False,
+    *,
+    base_url: str | None = None,
+    **options: Any,
+) -> _G:
+    """Matrix ``Group/Name``, fetched by :func:`resolve`, read by a Matrix Market reader.
+
+    ``reader(path, name="Name", family="suitesparse", params={"suitesparse":
+    "Group/Name"}, **options)``: every family's SuiteSparse dataset is its Matrix Market
+    reader applied so (:func:`load` with :func:`matchbench.graphs.mtx.read`).
+    """
+    if base_url is None:
+        path = resolve(name, data_dir, offline)
+    else:
+        path = resolve(name, data_dir, offline, base_url=base_url)
+    group, matrix = split_name(name)
+    params = {"suitesparse": f"{group}/{matrix}"}
+    return reader(path, name=matrix, family="suitesparse", params=params, **options)
+
+
 def load(
     name: str,
     data_dir: str | os.PathLike | None = None,
@@ -260,8 +293,4 @@ def load(
     """
     from matchbench.graphs.mtx import read
 
-    path = resolve(name, data_dir, offline, base_url=base_url)
-    group, matrix = _split(name)
-    return read(
-        path, name=matrix, family="suitesparse", params={"suitesparse": f"{group}/{matrix}"}
-    )
+    return read_with(read, name, data_dir, offline, base_url=base_url)

@@ -24,6 +24,7 @@ from matchbench.graphs.bipartite import INT32_MAX, index_dtype
 __all__ = [
     "NPZ_VERSION",
     "WeightedGraph",
+    "csr_find",
     "edge_order",
     "edge_order_key",
     "merge_max",
@@ -110,7 +111,7 @@ def _check_csr(n, ptr, ind, w):
     for x in range(n):
         for p in range(ptr[x], ptr[x + 1]):
             y = ind[p]
-            q = _find(ptr, ind, y, x)
+            q = csr_find(ptr, ind, y, x)
             if q < 0:
                 return 6, x, p
             if w[q] != w[p]:
@@ -119,7 +120,7 @@ def _check_csr(n, ptr, ind, w):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _find(ptr, ind, x, y):
+def csr_find(ptr, ind, x, y):
     """CSR position of entry (x, y) by binary search in the sorted row x, or -1."""
     lo = ptr[x]
     hi = ptr[x + 1]
@@ -133,6 +134,8 @@ def _find(ptr, ind, x, y):
         else:
             return mid
     return -1
+
+
 
 
 def _as_capacity(b: Any, n: int, name: str) -> np.ndarray | None:
@@ -432,7 +435,6 @@ class WeightedGraph:
         return cls(n=n, b=b, name=name, family=family, params=params, **arrays)
 
 
-
 def uniform_weights(m: int, seed: int) -> np.ndarray:
     """``m`` weights uniform in (0, 1] from ``numpy.random.default_rng(seed)`` (``1 - U[0, 1)``)."""
     return 1.0 - np.random.default_rng(seed).random(m)
@@ -452,5 +454,3 @@ def merge_min(key: np.ndarray, w: np.ndarray) -> np.ndarray:
     key, w = key[order], w[order]
     starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
     return np.minimum.reduceat(w, starts) if w.size else w
-
-

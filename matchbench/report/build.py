@@ -20,7 +20,7 @@ import pandas as pd
 from matchbench.report import data as rd
 from matchbench.report import figures as fg
 from matchbench.results import stats
-from matchbench.results.compare import CompareConfig
+from matchbench.results.verdicts import CompareConfig
 
 #: (slug, heading) of every section, in page order.
 SECTIONS = (
@@ -356,7 +356,7 @@ def build_document(
     Parameters
     ----------
     df : DataFrame
-        Normalized result rows (:func:`matchbench.results.compare.normalize`) of one or
+        Normalized result rows (:func:`matchbench.results.selection.normalize`) of one or
         more runs.
     title : str
         Page heading.

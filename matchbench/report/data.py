@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from matchbench.results import stats
-from matchbench.results.compare import CompareConfig, compare_key
 from matchbench.results.schema import KEY_COLUMNS
+from matchbench.results.verdicts import CompareConfig, compare_key
 
 #: The time components of the breakdown, in stacking order (solver phases go after).
 COMPONENTS = ("t_init_s", "t_transfer_s", "t_prepare_s")
@@ -302,7 +302,7 @@ def history(
 ) -> pd.DataFrame:
     """Per key and run: median time and objective, and the verdict against the key's previous run.
 
-    The verdict is :func:`~matchbench.results.compare.compare_key` between consecutive runs
+    The verdict is :func:`~matchbench.results.verdicts.compare_key` between consecutive runs
     that measured the key (runs ordered by timestamp), the rule of ``matchbench compare``.
     """
     runs = run_order(df)

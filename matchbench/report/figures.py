@@ -200,6 +200,13 @@ def _legend_outside(p: Any) -> None:
         p.add_layout(leg, "right")
 
 
+def _hover(p: Any, renderers: list[Any], tooltips: list[tuple[str, str]]) -> None:
+    """A hover tool on ``renderers`` of figure ``p``."""
+    from bokeh.models import HoverTool
+
+    p.add_tools(HoverTool(renderers=renderers, tooltips=tooltips))
+
+
 def profile_figure(
     curves: dict[str, pd.DataFrame],
     colors: dict[str, str],
@@ -217,7 +224,7 @@ def profile_figure(
     ``curves`` maps "" (all instances) and each family to a frame: index = x values,
     columns = solver labels, values = fractions.
     """
-    from bokeh.models import ColumnDataSource, HoverTool
+    from bokeh.models import ColumnDataSource
     from bokeh.plotting import figure
 
     p = figure(
@@ -277,17 +284,16 @@ def profile_figure(
                     gpu=meta[lab]["gpu"],
                     profile_family=fam,
                 )
-    p.add_tools(
-        HoverTool(
-            renderers=marks,
-            tooltips=[
-                ("solver", "@solver"),
-                ("instances", "@family"),
-                (x_label, "@x{0.000}"),
-                ("factor", "@factor{0.000}"),
-                ("fraction", "@y{0.000}"),
-            ],
-        )
+    _hover(
+        p,
+        marks,
+        [
+            ("solver", "@solver"),
+            ("instances", "@family"),
+            (x_label, "@x{0.000}"),
+            ("factor", "@factor{0.000}"),
+            ("fraction", "@y{0.000}"),
+        ],
     )
     _legend_outside(p)
     return p
@@ -297,7 +303,7 @@ def scaling_figure(
     p_df: pd.DataFrame, colors: dict[str, str], registry: FilterRegistry, *, problem: str, name: str
 ) -> Any:
     """Median solve time against edges, log-log, one line per solver (solved pairs only)."""
-    from bokeh.models import ColumnDataSource, HoverTool
+    from bokeh.models import ColumnDataSource
     from bokeh.plotting import figure
 
     p = figure(
@@ -342,17 +348,16 @@ def scaling_figure(
             legend_label=lab,
         )
         marks.append(pts)
-    p.add_tools(
-        HoverTool(
-            renderers=marks,
-            tooltips=[
-                ("solver", "@solver"),
-                ("instance", "@instance (@family)"),
-                ("rows", "@n_rows"),
-                ("edges", "@x{0,0}"),
-                ("median t_solve", "@y{0.000000} s"),
-            ],
-        )
+    _hover(
+        p,
+        marks,
+        [
+            ("solver", "@solver"),
+            ("instance", "@instance (@family)"),
+            ("rows", "@n_rows"),
+            ("edges", "@x{0,0}"),
+            ("median t_solve", "@y{0.000000} s"),
+        ],
     )
     _legend_outside(p)
     return p
@@ -362,7 +367,7 @@ def breakdown_figure(
     bd: pd.DataFrame, comps: list[str], registry: FilterRegistry, *, problem: str, name: str
 ) -> Any:
     """Stacked horizontal bars: seconds per time component per solver."""
-    from bokeh.models import ColumnDataSource, HoverTool
+    from bokeh.models import ColumnDataSource
     from bokeh.palettes import Category20_20
     from bokeh.plotting import figure
 
@@ -396,16 +401,15 @@ def breakdown_figure(
         legend_label=comps,
     )
     for r, c, k in zip(rs, comps, keys, strict=True):
-        p.add_tools(
-            HoverTool(
-                renderers=[r],
-                tooltips=[
-                    ("solver", "@label"),
-                    ("component", c),
-                    ("seconds", f"@{k}{{0.000000}}"),
-                    ("total", "@total{0.000000}"),
-                ],
-            )
+        _hover(
+            p,
+            [r],
+            [
+                ("solver", "@label"),
+                ("component", c),
+                ("seconds", f"@{k}{{0.000000}}"),
+                ("total", "@total{0.000000}"),
+            ],
         )
     _legend_outside(p)
     return p
@@ -415,7 +419,7 @@ def quality_figure(
     q: pd.DataFrame, colors: dict[str, str], registry: FilterRegistry, *, problem: str, name: str
 ) -> Any:
     """Relative gap (%) to the reference optimum or certificate bound per solved pair."""
-    from bokeh.models import ColumnDataSource, HoverTool
+    from bokeh.models import ColumnDataSource
     from bokeh.plotting import figure
     from bokeh.transform import jitter
 
@@ -452,23 +456,22 @@ def quality_figure(
         size=8,
         alpha=0.8,
     )
-    p.add_tools(
-        HoverTool(
-            renderers=[r],
-            tooltips=[
-                ("solver", "@solver"),
-                ("instance", "@instance (@family)"),
-                ("objective", "@objective"),
-                ("gap", "@gap_pct{0.000} % (vs. @against)"),
-            ],
-        )
+    _hover(
+        p,
+        [r],
+        [
+            ("solver", "@solver"),
+            ("instance", "@instance (@family)"),
+            ("objective", "@objective"),
+            ("gap", "@gap_pct{0.000} % (vs. @against)"),
+        ],
     )
     return p
 
 
 def history_figure(h: pd.DataFrame, registry: FilterRegistry, *, problem: str, name: str) -> Any:
     """Median time relative to each key's first run, over run timestamps; verdicts marked."""
-    from bokeh.models import ColumnDataSource, HoverTool
+    from bokeh.models import ColumnDataSource
     from bokeh.plotting import figure
 
     p = figure(
@@ -544,18 +547,17 @@ def history_figure(h: pd.DataFrame, registry: FilterRegistry, *, problem: str, n
                 legend_label=verdict,
             )
         marks.append(r)
-    p.add_tools(
-        HoverTool(
-            renderers=marks,
-            tooltips=[
-                ("measurement", "@key"),
-                ("run", "@run_id (@commit)"),
-                ("median", "@median_s{0.000000} s"),
-                ("relative", "@y{0.000}"),
-                ("objective", "@objective"),
-                ("verdict", "@verdict"),
-            ],
-        )
+    _hover(
+        p,
+        marks,
+        [
+            ("measurement", "@key"),
+            ("run", "@run_id (@commit)"),
+            ("median", "@median_s{0.000000} s"),
+            ("relative", "@y{0.000}"),
+            ("objective", "@objective"),
+            ("verdict", "@verdict"),
+        ],
     )
     if p.legend:
         p.legend[0].location = "top_left"

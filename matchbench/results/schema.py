@@ -16,9 +16,9 @@ instance
     instance_params (JSON), instance_key
 algorithm
     algorithm, variant (canonical ``k=v,...``), params_json, device, init (the initial
-    answer the solver started from, the ``init`` config group: ``cheap_cpu``,
-    ``cheap_gpu``, with the parameters that differ from its defaults in parentheses;
-    null for families without one)
+    answer the solver started from: the label of the ``init`` config group's initializer,
+    with the parameters that differ from its defaults in parentheses, or the solver's own
+    preprocessing; null for families without one)
 repetition and status
     repetition, n_repetitions, instrumented (an extra repetition with the solver's
     counters switched on: its times are not comparable and timing views skip it),
@@ -41,8 +41,9 @@ times (seconds)
     the instance in place to the answer), t_transfer_s, t_verify_s, phases_json (solver
     phase seconds), edges_per_s (n_edges / t_solve_s: the instance's edges as the family
     counts them, e.g. undirected edges of a general graph, stored entries of a bipartite
-    one), proposals_per_s (the solver's ``proposals`` counter / t_solve_s, where it has
-    one: the stable-marriage papers' TEPS, Suitor's proposals)
+    one), and the families' rate columns (a solver counter / t_solve_s, where the solver
+    has that counter; each family declares its own in
+    :attr:`~matchbench.core.problem.Problem.rate_columns`): proposals_per_s
 counters
     kernel_launches, host_syncs, iterations, counters_json (all solver counters)
 memory
@@ -178,12 +179,25 @@ def file_schema_version(metadata: dict[bytes, bytes] | None) -> int:
     return int(metadata[b"schema_version"])
 
 
+# What the rows of files written by earlier versions meant: facts about those files,
+# kept as data for their upgrade. New rows ask the family instead
+# (Problem.default_init, Problem.rate_columns).
+
+#: The initializer of every row with an ``objective_init`` before version 3: then only one
+#: family had an initializer, and its solvers all started from this one, on the host.
+HISTORIC_V2_INIT = "cheap_cpu"
+
+#: The rate columns version 4 added: ``{column: counter of counters_json}``, per second
+#: of ``t_solve_s``, computed for older rows as for new ones.
+HISTORIC_V4_RATE_COLUMNS = {"proposals_per_s": "proposals"}
+
+
 def _v2_to_v3(table: pa.Table) -> pa.Table:
     """2 -> 3 adds ``init``, ``t_upload_s``, ``t_e2e_s`` and ``edges_per_s``.
 
-    Before version 3 every family with an initializer (MCM) started from the cheap
-    matching on the host, and only those rows carry ``objective_init``: they get
-    ``init = "cheap_cpu"``, so that they compare with the same runs made today.
+    Before version 3 the only family with an initializer started every solver from its
+    host initializer, and only those rows carry ``objective_init``: they get
+    ``init =`` :data:`HISTORIC_V2_INIT`, so that they compare with the same runs made today.
     ``t_e2e_s`` is ``t_init_s + t_solve_s`` and ``edges_per_s`` ``n_edges / t_solve_s``,
     as for new rows; ``t_upload_s`` was not measured (null).
     """
@@ -197,7 +211,7 @@ def _v2_to_v3(table: pa.Table) -> pa.Table:
         return pa.chunked_array([pa.nulls(n, typ)])
 
     has_init = pc.is_valid(col("objective_init", pa.float64()))
-    init = pc.if_else(has_init, pa.scalar("cheap_cpu"), pa.scalar(None, pa.string()))
+    init = pc.if_else(has_init, pa.scalar(HISTORIC_V2_INIT), pa.scalar(None, pa.string()))
     t_init = pc.fill_null(col("t_init_s", pa.float64()), 0.0)
     e2e = pc.add(col("t_solve_s", pa.float64()), t_init)
     solve = col("t_solve_s", pa.float64())
@@ -213,15 +227,20 @@ def _v2_to_v3(table: pa.Table) -> pa.Table:
 
 
 def _v3_to_v4(table: pa.Table) -> pa.Table:
-    """3 -> 4 adds ``proposals_per_s``: ``proposals`` of ``counters_json`` / ``t_solve_s``."""
+    """3 -> 4 adds the :data:`HISTORIC_V4_RATE_COLUMNS`: a counter of ``counters_json`` /
+    ``t_solve_s``, where the row has that counter."""
     if "counters_json" not in table.column_names or "t_solve_s" not in table.column_names:
         return table
-    rates = []
-    for cj, t in zip(table.column("counters_json").to_pylist(), table.column("t_solve_s").to_pylist(), strict=True):
-        proposals = json.loads(cj).get("proposals") if cj else None
-        ok = isinstance(proposals, int | float) and t is not None and t > 0
-        rates.append(float(proposals) / float(t) if ok else None)
-    return table.append_column("proposals_per_s", pa.array(rates, type=pa.float64()))
+    counters = [json.loads(cj) if cj else {} for cj in table.column("counters_json").to_pylist()]
+    solve = table.column("t_solve_s").to_pylist()
+    for column, counter in HISTORIC_V4_RATE_COLUMNS.items():
+        rates = []
+        for c, t in zip(counters, solve, strict=True):
+            count = c.get(counter)
+            ok = isinstance(count, int | float) and t is not None and t > 0
+            rates.append(float(count) / float(t) if ok else None)
+        table = table.append_column(column, pa.array(rates, type=pa.float64()))
+    return table
 
 
 # Upgrades from version v to v + 1; each takes and returns a pyarrow Table. Columns that

@@ -1,7 +1,7 @@
 """Statistics for comparing solvers and runs: profiles, means, tests and verdicts.
 
 Pure functions of arrays and small frames; no I/O, no plotting. The report
-(:mod:`matchbench.report`) and the regression gate (:mod:`matchbench.results.compare`)
+(:mod:`matchbench.report`) and the regression gate (:mod:`matchbench.results.verdicts`)
 share them, so a regression marked in the report's history is the one ``compare``
 would flag.
 
@@ -351,6 +351,54 @@ def mann_whitney(
         p_min=p(separated_n, separated_b, "greater"),
         method=method,
     )
+
+
+#: Fewest repetitions per side for :func:`separation_verdict`.
+SEPARATION_MIN_REPETITIONS = 3
+
+
+def separation_verdict(
+    base: Iterable[float] | np.ndarray,
+    new: Iterable[float] | np.ndarray,
+    *,
+    threshold: float = 1.10,
+) -> str | None:
+    """Runtime verdict for repetitions too few for the rank test to reach ``alpha``.
+
+    With 3 repetitions a side the one-sided Mann–Whitney p-value cannot go below 0.05, so
+    :func:`classify_runtime` alone would call a threefold slowdown "inconclusive" at the
+    default ``alpha = 0.01``. The separation rule decides such keys by the ranges instead:
+    "regression" when *every* NEW repetition is more than ``threshold`` times the slowest
+    BASE one (``min(new) > threshold * max(base)``), "improvement" when every NEW one is
+    faster than the fastest BASE one divided by ``threshold``, "unchanged" otherwise.
+
+    Its minimum detectable effect is stated by the rule itself: a slowdown is flagged
+    only when the two samples' ranges are apart by the threshold, which noise of a few
+    percent never produces at ``threshold = 1.10``, and a consistent slowdown of more than
+    ``threshold`` times the spread always does.
+
+    Returns
+    -------
+    str or None
+        None when a side has fewer than :data:`SEPARATION_MIN_REPETITIONS` repetitions:
+        too few to decide (the key stays "inconclusive").
+
+    >>> separation_verdict([1.0, 1.02, 0.99], [3.0, 3.1, 2.95])
+    'regression'
+    >>> separation_verdict([1.0, 1.02, 0.99], [1.01, 0.98, 1.04])
+    'unchanged'
+    >>> separation_verdict([1.0], [3.0]) is None
+    True
+    """
+    b = _as_float_array(base)
+    n = _as_float_array(new)
+    if b.size < SEPARATION_MIN_REPETITIONS or n.size < SEPARATION_MIN_REPETITIONS:
+        return None
+    if n.min() > threshold * b.max():
+        return "regression"
+    if n.max() * threshold < b.min():
+        return "improvement"
+    return "unchanged"
 
 
 def classify_runtime(

@@ -20,7 +20,7 @@ attempt had.
 
 Sizes are those that order the sweep largest-first
 (:func:`~matchbench.runner.execute.instance_size_hint`: the disk-cache file when it
-exists, else an estimate from the generator's parameters), known before anything is
+exists, else the estimate the dataset function declares on its tag), known before anything is
 loaded; an instance of unknown size counts 0 bytes, so give a count as well for such
 datasets. An instance larger than the byte limit is a batch of its own. A batch holds its
 instances in memory together, so the byte limit bounds what a worker holds at once.
@@ -32,23 +32,39 @@ also hold at most ``ceil(instances / (BATCHES_PER_WORKER * workers))`` instances
 a small sweep still spreads over every worker and the last batches are short; with one
 worker the limits are used as given.
 
-What runs inside a batch is :func:`matchbench.runner.task.execute_batch`.
+What runs inside a batch (a :class:`Batch`) is :func:`matchbench.runner.task.execute_batch`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matchbench.runner.plan import Task
 
 #: Batches per worker that can run a group, at least, when several workers can.
 BATCHES_PER_WORKER = 4
 
-#: Task keys that differ between the instances of one batch; everything else is equal.
+#: Task fields that differ between the instances of one batch; everything else is equal.
 _PER_INSTANCE = frozenset({"task_id", "instance_spec", "provenance"})
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The tasks one Dask task runs together (``run.batch``), shipped as one picklable record."""
+
+    #: :func:`batch_id` of the member task ids; the file is ``part-batch-<batch_id>.parquet``
+    batch_id: str
+    #: tasks that differ only in their instance (:func:`batch_key`), largest first
+    tasks: list[Task] = field(default_factory=list)
+    #: whether a ``batchable`` solver may solve them in one call (false: one by one)
+    joint: bool = True
 
 
 @dataclass(frozen=True)
@@ -150,9 +166,11 @@ def parse_batch(value: Any) -> BatchLimit | None:
     raise ValueError(f"run.batch={value!r} is not understood: give {_SYNTAX}")
 
 
-def batch_key(task: Mapping[str, Any]) -> str:
+def batch_key(task: Task) -> str:
     """What the tasks of one batch share: everything but the instance and its provenance."""
-    shared = {k: v for k, v in task.items() if k not in _PER_INSTANCE}
+    shared = {
+        f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.name not in _PER_INSTANCE
+    }
     return json.dumps(shared, sort_keys=True, default=str)
 
 
@@ -167,7 +185,7 @@ def batch_id(task_ids: list[str]) -> str:
 
 def make_batches(
     order: list[str],
-    tasks: Mapping[str, Mapping[str, Any]],
+    tasks: Mapping[str, Task],
     limit: BatchLimit,
     sizes: Mapping[str, float],
     workers: Mapping[str, int] | None = None,
@@ -199,7 +217,7 @@ def make_batches(
     device: dict[str, str] = {}
     for tid in order:
         group_n[keys[tid]] = group_n.get(keys[tid], 0) + 1
-        device.setdefault(keys[tid], str(tasks[tid].get("device", "cpu")))
+        device.setdefault(keys[tid], str(tasks[tid].device))
     caps: dict[str, int | None] = {}
     for key, n in group_n.items():
         w = int((workers or {}).get(device[key], 1) or 1)

@@ -7,8 +7,9 @@ goes on. The child is a plain ``subprocess`` (not ``multiprocessing``), so it al
 inside daemonic Dask worker processes; it inherits ``CUDA_VISIBLE_DEVICES`` from its
 worker, hence the worker's GPU.
 
-Protocol over a socket pair (pickled messages): the parent sends ``("task", task)``,
-``("batch", batch)`` or ``("precompile", families)``; the child answers with
+Protocol over a socket pair (pickled messages): the parent sends ``("task", task)`` (a
+:class:`~matchbench.runner.plan.Task`), ``("batch", batch)`` (a
+:class:`~matchbench.runner.batch.Batch`) or ``("precompile", families)``; the child answers with
 ``("loaded", base)`` once the instance is in memory, ``("start", repetition)`` as each
 repetition starts and ``("row", row)`` as it ends, then ``("done", None)``, or
 ``("fail", message)``. A batch (``run.batch``) adds ``("item", i)``, ``("joint", [i,
@@ -38,6 +39,7 @@ solves its instances one by one, each under its own limits.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import signal
 import socket
@@ -46,9 +48,13 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matchbench.runner.task import Row, error_row, execute_batch, execute_task, task_base
+
+if TYPE_CHECKING:
+    from matchbench.runner.batch import Batch
+    from matchbench.runner.plan import Task
 
 
 class TaskTimeout(Exception):
@@ -109,25 +115,25 @@ class TaskProcess:
             if self._conn.poll(timeout):
                 self._conn.recv()
 
-    def run(self, task: dict[str, Any]) -> list[Row]:
+    def run(self, task: Task) -> list[Row]:
         """Run ``task`` in the child; rows of a timeout or crash are included."""
         with self._lock:
             return self._run(task)
 
-    def run_batch(self, batch: dict[str, Any]) -> tuple[list[Row], list[str]]:
+    def run_batch(self, batch: Batch) -> tuple[list[Row], list[str]]:
         """Run a batch in the child: rows of every instance (timeouts and crashes included)
         and notes for the sweep's log."""
         with self._lock:
             return self._run_batch(batch)
 
-    def _run_batch(self, batch: dict[str, Any]) -> tuple[list[Row], list[str]]:
-        tasks: list[dict[str, Any]] = list(batch["tasks"])
-        timeout = float(tasks[0].get("timeout_s", 600)) if tasks else 600.0
-        limit = tasks[0].get("time_limit_s") if tasks else None
+    def _run_batch(self, batch: Batch) -> tuple[list[Row], list[str]]:
+        tasks = list(batch.tasks)
+        timeout = float(tasks[0].timeout_s) if tasks else 600.0
+        limit = tasks[0].time_limit_s if tasks else None
         rows: list[Row] = []
         notes: list[str] = []
         pending = list(range(len(tasks)))
-        joint = bool(batch.get("joint", True))
+        joint = bool(batch.joint)
         bases: dict[int, Row] = {}
         while pending:
             index = list(pending)  # the child's numbering -> ours
@@ -141,7 +147,8 @@ class TaskProcess:
                 self._kill()
                 self._start()
             try:
-                self._conn.send(("batch", {**batch, "tasks": [tasks[i] for i in index], "joint": joint}))
+                part = dataclasses.replace(batch, tasks=[tasks[i] for i in index], joint=joint)
+                self._conn.send(("batch", part))
                 while True:
                     left = min(deadline, rep_deadline) - time.perf_counter()
                     if left <= 0 or not self._conn.poll(left):
@@ -167,7 +174,7 @@ class TaskProcess:
                             bases[current] = payload
                     elif kind == "finished":
                         i, seconds = index[payload[0]], float(payload[1])
-                        tid = tasks[i]["task_id"]
+                        tid = tasks[i].task_id
                         for r in rows:
                             if r.get("task_id") == tid:
                                 r["t_total_s"] = seconds
@@ -179,12 +186,12 @@ class TaskProcess:
                     else:  # "fail": an error outside execute_batch's own handling
                         for i in pending:
                             rows.append(dict(error_row(task_base(tasks[i]), payload, status="error"),
-                                             batch_id=batch.get("batch_id")))
+                                             batch_id=batch.batch_id))
                         pending.clear()
                         break
                 for i in list(pending):  # cannot happen: a child that forgot an instance
                     rows.append(dict(error_row(task_base(tasks[i]), "batch produced no rows for it"),
-                                     batch_id=batch.get("batch_id")))
+                                     batch_id=batch.batch_id))
                     pending.remove(i)
             except (TaskTimeout, EOFError, OSError, ConnectionError) as exc:
                 timed_out = isinstance(exc, TaskTimeout)
@@ -194,7 +201,7 @@ class TaskProcess:
                 self._kill()
                 if together is not None:  # the joint solve: solve its instances one by one
                     joint = False
-                    again = {tasks[i]["task_id"] for i in pending}
+                    again = {tasks[i].task_id for i in pending}
                     rows[mark:] = [r for r in rows[mark:] if r.get("task_id") not in again]
                     what = (f"exceeded its limits ({timeout:g} s per instance)" if timed_out
                             else f"lost its task process ({_signal_name(code)})")
@@ -202,7 +209,7 @@ class TaskProcess:
                                  "they were solved one by one")
                     continue
                 i = current if current is not None else pending[0]
-                tid = tasks[i]["task_id"]
+                tid = tasks[i].task_id
                 done = [r for r in rows if r.get("task_id") == tid]
                 if timed_out and rep_deadline <= deadline:
                     what = "warm-up" if rep is not None and rep < 0 else f"repetition {rep}"
@@ -218,7 +225,7 @@ class TaskProcess:
                     row["time_limit_s"] = hit
                     if rep is not None:
                         row["repetition"] = rep
-                row["batch_id"] = batch.get("batch_id")
+                row["batch_id"] = batch.batch_id
                 rows.append(row)
                 seconds = time.perf_counter() - started
                 for r in rows:
@@ -227,9 +234,9 @@ class TaskProcess:
                 pending.remove(i)
         return rows, notes
 
-    def _run(self, task: dict[str, Any]) -> list[Row]:
-        timeout = float(task.get("timeout_s", 600))
-        limit = task.get("time_limit_s")
+    def _run(self, task: Task) -> list[Row]:
+        timeout = float(task.timeout_s)
+        limit = task.time_limit_s
         rows: list[Row] = []
         self._base = None
         start = time.perf_counter()
@@ -282,7 +289,7 @@ class TaskProcess:
         return rows
 
 
-def _after(rows: list[Row], task: dict[str, Any], message: str, status: str, loaded: Row | None) -> Row:
+def _after(rows: list[Row], task: Task, message: str, status: str, loaded: Row | None) -> Row:
     """A failure row carrying the identity columns of the rows already received."""
     base = dict(rows[-1]) if rows else dict(loaded or task_base(task))
     row = error_row(base, message, status=status)
@@ -302,13 +309,13 @@ def task_process() -> TaskProcess:
     return _process
 
 
-def run_task(task: dict[str, Any], *after: Any) -> list[Row]:
+def run_task(task: Task, *after: Any) -> list[Row]:
     """The Dask task function: isolated in the child unless ``isolate`` is false.
 
     ``after`` are results of tasks this one waited for (the generation of its instance
     on a CPU worker, :func:`matchbench.datasets.warm_disk_cache`); unused.
     """
-    if not task.get("isolate", True):
+    if not task.isolate:
         start = time.perf_counter()
         rows = execute_task(task)
         for r in rows:
@@ -317,12 +324,12 @@ def run_task(task: dict[str, Any], *after: Any) -> list[Row]:
     return task_process().run(task)
 
 
-def run_batch(batch: dict[str, Any], *after: Any) -> dict[str, Any]:
+def run_batch(batch: Batch, *after: Any) -> dict[str, Any]:
     """The Dask task function of a batch (``run.batch``): ``{"rows": [...], "notes": [...]}``.
 
     Isolated in the child unless ``isolate`` is false; ``after`` as for :func:`run_task`.
     """
-    if not batch["tasks"][0].get("isolate", True):
+    if not batch.tasks[0].isolate:
         rows, notes = execute_batch(batch)
     else:
         rows, notes = task_process().run_batch(batch)

@@ -2,8 +2,9 @@
 
 ``auto``: a LocalCUDACluster (one worker per visible GPU, each offering the resource
 ``GPU=1``) when dask-cuda and a GPU are present, else a LocalCluster of processes with
-one thread each. ``local_cpu`` and ``local_cuda`` force one or the other; ``external``
-connects to a running scheduler by address or scheduler file.
+one thread each (a visible GPU that dask-cuda cannot drive is said in one line, with the
+fix: :func:`auto_kind`). ``local_cpu`` and ``local_cuda`` force one or the other;
+``external`` connects to a running scheduler by address or scheduler file.
 
 CPU references run on CPU workers, which offer the resource ``CPU=1`` (one thread each):
 every worker of ``local_cpu``, and ``cluster.cpu_workers`` extra workers beside the GPU
@@ -37,7 +38,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,30 @@ def dask_cuda_available() -> tuple[bool, str]:
     return True, ""
 
 
+def auto_kind(stream: TextIO | None = None) -> str:
+    """``cluster=auto``'s choice: ``local_cuda`` where a GPU is visible and dask-cuda
+    imports, else ``local_cpu``.
+
+    A visible GPU that dask-cuda cannot drive is never passed over silently: one line on
+    ``stream`` (stderr) names the import error and the fix, then the sweep runs on CPU
+    workers (its GPU tasks are ``skipped`` rows). The usual cause is a dask-cuda installed
+    without its ``[cu12]``/``[cu13]`` extra, which alone brings the CUDA Python bindings
+    (``cannot import name 'bindings' from 'cuda'``).
+    """
+    n = gpu_count()
+    ok, why = dask_cuda_available() if n else (False, "no GPU visible")
+    kind = "local_cuda" if ok else "local_cpu"
+    log.info("cluster=auto: %s (%d GPU(s); %s)", kind, n, why or "dask-cuda present")
+    if n and not ok:
+        (stream or sys.stderr).write(
+            f"cluster=auto: {n} GPU(s) visible but {why}; running on CPU workers, GPU "
+            "solvers skipped. Fix: pip install 'matchbench[cuda12]' or 'matchbench[cuda13]' "
+            "(whichever the driver supports): they bring dask-cuda[cu12] or [cu13] and its "
+            "CUDA bindings\n"
+        )
+    return kind
+
+
 @contextlib.contextmanager
 def _workers_ignore_ctrl_c() -> Iterator[None]:
     """Start local workers with SIGINT ignored (inherited by their processes).
@@ -136,6 +161,47 @@ def worker_memory_limit(value: Any, n_workers: int, total: int | None = None) ->
     return int(total // max(1, int(n_workers)))
 
 
+#: Where the dashboard listens unless the config says otherwise: this host only (the Bokeh
+#: dashboard has no authentication).
+DEFAULT_DASHBOARD = "127.0.0.1:8787"
+
+
+def dashboard_address(cfg: dict[str, Any]) -> str:
+    """The scheduler's HTTP address for ``cluster.dashboard_address``.
+
+    A bare port (``":8787"``, ``8787``) binds this host's loopback only, as the default does;
+    another interface must be named (``0.0.0.0:8787`` to serve every network). ``null``
+    (no dashboard): Dask's scheduler still starts an HTTP server (health, metrics), so it is
+    put on a free loopback port, never on every interface.
+
+    >>> dashboard_address({})
+    '127.0.0.1:8787'
+    >>> dashboard_address({"dashboard_address": ":9000"})
+    '127.0.0.1:9000'
+    >>> dashboard_address({"dashboard_address": None})
+    '127.0.0.1:0'
+    >>> dashboard_address({"dashboard_address": "0.0.0.0:8787"})
+    '0.0.0.0:8787'
+    """
+    value = cfg.get("dashboard_address", DEFAULT_DASHBOARD)
+    if value is None:
+        return "127.0.0.1:0"
+    text = str(value).strip()
+    if text.isdigit():
+        text = f":{text}"
+    if text.startswith(":"):
+        text = "127.0.0.1" + text
+    return text
+
+
+def _dashboard_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``dashboard_address`` and, for ``null``, the scheduler option that turns it off."""
+    out: dict[str, Any] = {"dashboard_address": dashboard_address(cfg)}
+    if cfg.get("dashboard_address", DEFAULT_DASHBOARD) is None:
+        out["scheduler_kwargs"] = {"dashboard": False}
+    return out
+
+
 def _local_cpu(cfg: dict[str, Any]):
     from distributed import LocalCluster
 
@@ -144,7 +210,7 @@ def _local_cpu(cfg: dict[str, Any]):
         n_workers=n,
         threads_per_worker=1,
         processes=True,
-        dashboard_address=cfg.get("dashboard_address", ":8787"),
+        **_dashboard_kwargs(cfg),
         memory_limit=worker_memory_limit(cfg.get("memory_limit", "auto"), n),
         resources={"CPU": 1},
     )
@@ -188,7 +254,7 @@ def _local_cuda(cfg: dict[str, Any]):
 
     kwargs: dict[str, Any] = {
         "threads_per_worker": 1,
-        "dashboard_address": cfg.get("dashboard_address", ":8787"),
+        **_dashboard_kwargs(cfg),
         "resources": {"GPU": 1},
         "memory_limit": worker_memory_limit(
             cfg.get("memory_limit", "auto"), _n_gpu_workers(cfg) + int(cfg.get("cpu_workers", 1) or 0)
@@ -285,7 +351,10 @@ def slurm_cluster_kwargs(cfg: dict[str, Any]) -> dict[str, Any]:
         "log_directory": cfg.get("log_directory"),
         "death_timeout": cfg.get("death_timeout_s", 60),
         "interface": cfg.get("interface"),
-        "scheduler_options": {"dashboard_address": cfg.get("dashboard_address", ":8787")},
+        "scheduler_options": {
+            "dashboard_address": dashboard_address(cfg),
+            **_dashboard_kwargs(cfg).get("scheduler_kwargs", {}),
+        },
     }
 
 
@@ -407,10 +476,7 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
                 yield client
             return
         if kind == "auto":
-            ok, why = dask_cuda_available()
-            n = gpu_count()
-            kind = "local_cuda" if ok and n > 0 else "local_cpu"
-            log.info("cluster=auto: %s (%d GPU(s); %s)", kind, n, why or "dask-cuda present")
+            kind = auto_kind()
         if kind == "local_cuda":
             ok, why = dask_cuda_available()
             if not ok:

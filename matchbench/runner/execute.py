@@ -16,7 +16,7 @@ from typing import Any
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from matchbench.results.store import RunWriter, latest_run
-from matchbench.runner.plan import Plan
+from matchbench.runner.plan import Plan, Task
 from matchbench.runner.task import error_row, task_base
 
 log = logging.getLogger(__name__)
@@ -98,10 +98,10 @@ class Progress:
         self.tty = getattr(self.stream, "isatty", lambda: False)()
         self.start = time.perf_counter()
 
-    def update(self, task: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    def update(self, task: Task, rows: list[dict[str, Any]]) -> None:
         self.update_batch([task], rows)
 
-    def update_batch(self, tasks: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    def update_batch(self, tasks: list[Task], rows: list[dict[str, Any]]) -> None:
         """One finished task, or batch: counts its instances, each by its worst status."""
         self.done += len(tasks)
         by_task: dict[str, list[dict[str, Any]]] = {}
@@ -109,7 +109,7 @@ class Progress:
             by_task.setdefault(r.get("task_id"), []).append(r)
         bad: list[dict[str, Any]] = []
         for t in tasks:
-            mine = by_task.get(t["task_id"], [])
+            mine = by_task.get(t.task_id, [])
             worse = [r for r in mine if r.get("status") != "ok"]
             self.status[worse[0]["status"] if worse else ("ok" if mine else "error")] += 1
             bad += worse[:1]
@@ -118,7 +118,7 @@ class Progress:
         task = tasks[0]
         first = rows[0].get("instance", "?") if rows else "?"
         what = first if len(tasks) == 1 else f"{len(tasks)} instances ({first}, ...)"
-        name = f"{task['algorithm']}[{task['variant']}] {what}"
+        name = f"{task.algorithm}[{task.variant}] {what}"
         elapsed = time.perf_counter() - self.start
         if self.tty:
             width = 30
@@ -236,12 +236,12 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
             f"run a device initializer (CPU solvers start from a host one): {shown}{more}\n"
         )
 
-    tasks: dict[str, dict[str, Any]] = {}
+    tasks: dict[str, Task] = {}
     for p in plans:
         for t in p.tasks:
-            if t["task_id"] not in done:
-                tasks.setdefault(t["task_id"], t)
-    skipped_done = sum(1 for p in plans for t in p.tasks if t["task_id"] in done)
+            if t.task_id not in done:
+                tasks.setdefault(t.task_id, t)
+    skipped_done = sum(1 for p in plans for t in p.tasks if t.task_id in done)
     if skipped_done:
         stream.write(f"resume: {skipped_done} task(s) already in run {run_id}, skipped\n")
 
@@ -349,13 +349,13 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
     stream.write(dashboard_line(client, cluster_cfg) + "\n")
     stream.flush()
     stream.write(f"cluster: {n_workers} worker(s), {n_gpu} offering GPU=1, {n_cpu} offering CPU=1\n")
-    families = sorted({f for t in tasks.values() for f in t.get("kernel_families", [])})
+    families = sorted({f for t in tasks.values() for f in t.kernel_families})
     if families and n_gpu:
         client.register_plugin(PrecompileKernels(families))
     if not n_gpu:
-        no_gpu = [u for u in units if tasks[u[1][0]]["device"] == "gpu"]
+        no_gpu = [u for u in units if tasks[u[1][0]].device == "gpu"]
         if no_gpu:
-            names = sorted({tasks[u[1][0]]["algorithm"] for u in no_gpu})
+            names = sorted({tasks[u[1][0]].algorithm for u in no_gpu})
             count = sum(len(u[1]) for u in no_gpu)
             why = ("no worker of this cluster offers the resource GPU=1 (no GPU visible, "
                    "or use cluster=local_cuda, or start workers with --resources GPU=1)")
@@ -366,10 +366,11 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
                     for r in rows:
                         r["batch_id"] = name
                 write(name, rows, ids if batched else None)
-            units = [u for u in units if tasks[u[1][0]]["device"] != "gpu"]
+            units = [u for u in units if tasks[u[1][0]].device != "gpu"]
     progress = Progress(sum(len(ids) for _, ids, _ in units), stream)
     # Dask runs tasks of equal priority in submission order, so this order is the
     # schedule: see submission_order.
+    from matchbench.runner.batch import Batch
     from matchbench.runner.child import run_batch, run_task
 
     warm = _warm_instances(client, [[tasks[tid] for tid in ids] for _, ids, _ in units], n_gpu, n_cpu, stream)
@@ -378,13 +379,14 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
     def submit(unit: tuple[str, list[str], bool], after: list[Any]) -> Any:
         name, ids, batched = unit
         t = tasks[ids[0]]
+        payload: Task | Batch
         if batched:
-            payload = {"batch_id": name, "tasks": [tasks[tid] for tid in ids], "joint": True}
-            fn, key = run_batch, f"{t['algorithm']}-batch-{name}"
+            payload = Batch(batch_id=name, tasks=[tasks[tid] for tid in ids])
+            fn, key = run_batch, f"{t.algorithm}-batch-{name}"
         else:
-            payload, fn, key = t, run_task, f"{t['algorithm']}-{name}"
+            payload, fn, key = t, run_task, f"{t.algorithm}-{name}"
         fut = client.submit(fn, payload, *after, pure=False, key=key,
-                            resources=task_resources(t["device"], n_cpu))
+                            resources=task_resources(t.device, n_cpu))
         futures[fut] = unit
         return fut
 
@@ -401,7 +403,7 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
                 raise SchedulerLost(why) from None
             if batched and len(ids) > 1:
                 progress.note(
-                    f"batch {name} ({members[0]['algorithm']}, {len(ids)} instances): its worker died "
+                    f"batch {name} ({members[0].algorithm}, {len(ids)} instances): its worker died "
                     f"({type(exc).__name__}); its instances run again, one task each"
                 )
                 for tid in ids:
@@ -414,10 +416,10 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
         if batched:
             rows = list(result["rows"])
             for text in result.get("notes", []):
-                progress.note(f"batch {name} ({members[0]['algorithm']}): {text}")
+                progress.note(f"batch {name} ({members[0].algorithm}): {text}")
             have = {r.get("task_id") for r in rows}
             for t in members:
-                if t["task_id"] not in have:
+                if t.task_id not in have:
                     rows.append(dict(error_row(task_base(t), "task produced no rows", status="error"),
                                      batch_id=name))
             write(name, rows, ids)
@@ -429,18 +431,6 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
         # a result that is already on disk.
         fut.release()
     return len(units) if batch is not None else 0
-
-
-# Entries (edges, matrix cells, list items) per vertex when a sparse spec names no degree.
-DEFAULT_DEGREE = 8
-# Bytes per entry of an estimate made from parameters, to compare with file sizes.
-BYTES_PER_ENTRY = 8
-
-
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        return None
-    return float(value)
 
 
 def _file_size(path: Path) -> float | None:
@@ -464,56 +454,40 @@ def instance_size_hint(spec: Mapping[str, Any], data_dir: str | os.PathLike | No
     -------
     float
         The first that applies: the size of the instance's disk-cache file when it exists;
-        for a spec with a ``path``, that file's size (0 when it is missing); else an
-        estimate from the generator's parameters; else 0 (unknown).
+        for a spec with a ``path``, that file's size (0 when it is missing); else the
+        estimate its dataset function declares from the spec's arguments
+        (:func:`matchbench.datasets.spec_size_hint`, the ``size_hint`` of its
+        ``@dataset`` tag); else 0 (unknown).
 
     Notes
     -----
-    The estimate is ``BYTES_PER_ENTRY`` times the number of stored entries:
-
-    - ``scale``: ``2**scale`` vertices times ``edge_factor`` or ``avg_degree`` (default
-      ``DEFAULT_DEGREE``): the Kronecker, Delaunay, RGG, grid, road and Erdos-Renyi graphs.
-    - ``n_men`` (``lemma31_graph``, ``sm_lemma31``): ``n_men`` times ``avg_degree``.
-    - ``n``: ``n**2``, as for the dense families (LAP cost matrices, complete graphs,
-      ``sm_hard``'s full lists); ``sm_easy``'s ``n ln n`` lists are overestimated.
-
     Only the order of instances matters to the runner, not the value.
     """
-    from matchbench.datasets import disk_cache_path, resolve_path
+    from matchbench.datasets import disk_cache_path, resolve_path, spec_size_hint
 
     cached = disk_cache_path(spec, data_dir)
     if cached is not None and (size := _file_size(cached)) is not None:
         return size
     if spec.get("path") is not None:
         return _file_size(resolve_path(spec["path"], data_dir)) or 0.0
-    degree = _number(spec.get("edge_factor", spec.get("avg_degree", DEFAULT_DEGREE))) or 0.0
-    scale, n, n_men = (_number(spec.get(k)) for k in ("scale", "n", "n_men"))
-    if scale is not None:
-        entries = 2.0 ** min(scale, 1000.0) * degree  # a wild scale must not overflow
-    elif n_men is not None:
-        entries = n_men * degree
-    elif n is not None:
-        entries = n * n
-    else:
-        return 0.0
-    return entries * BYTES_PER_ENTRY
+    return spec_size_hint(spec) or 0.0
 
 
-def size_hints(tasks: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
+def size_hints(tasks: Mapping[str, Task]) -> dict[str, float]:
     """Task id -> :func:`instance_size_hint` of its instance (once per instance)."""
     from matchbench.datasets import instance_key
 
     by_key: dict[str, float] = {}
     out: dict[str, float] = {}
     for tid, t in tasks.items():
-        key = instance_key(t["instance_spec"])
+        key = instance_key(t.instance_spec)
         if key not in by_key:
-            by_key[key] = instance_size_hint(t["instance_spec"], t.get("data_dir"))
+            by_key[key] = instance_size_hint(t.instance_spec, t.data_dir)
         out[tid] = by_key[key]
     return out
 
 
-def submission_order(tasks: dict[str, dict[str, Any]], sizes: Mapping[str, float] | None = None) -> list[str]:
+def submission_order(tasks: Mapping[str, Task], sizes: Mapping[str, float] | None = None) -> list[str]:
     """The task ids in the order to submit them: instances from the largest down.
 
     Tasks of one instance stay back to back, so that each worker's instance cache hits
@@ -526,7 +500,7 @@ def submission_order(tasks: dict[str, dict[str, Any]], sizes: Mapping[str, float
     """
     from matchbench.datasets import instance_key
 
-    keys = {tid: instance_key(t["instance_spec"]) for tid, t in tasks.items()}
+    keys = {tid: instance_key(t.instance_spec) for tid, t in tasks.items()}
     size = sizes if sizes is not None else size_hints(tasks)
     return sorted(tasks, key=lambda tid: (-size[tid], keys[tid]))
 
@@ -540,7 +514,7 @@ def resume_command(run_id: str) -> str:
 
 
 def _warm_instances(
-    client, units: list[list[dict[str, Any]]], n_gpu: int, n_cpu: int, stream
+    client, units: list[list[Task]], n_gpu: int, n_cpu: int, stream
 ) -> dict[int, list[Any]]:
     """Generate the GPU tasks' missing disk-cached instances on the CPU workers first.
 
@@ -559,18 +533,18 @@ def _warm_instances(
     made: dict[str, Any] = {}
     out: dict[int, list[Any]] = {}
     for i, unit in enumerate(units):
-        if unit[0]["device"] != "gpu":
+        if unit[0].device != "gpu":
             continue
         need: list[Any] = []
         missing: dict[str, tuple[str, dict[str, Any], Any]] = {}
         for t in unit:
-            path = disk_cache_path(t["instance_spec"], t.get("data_dir"))
+            path = disk_cache_path(t.instance_spec, t.data_dir)
             if path is None or (str(path) not in made and path.exists()):
                 continue
             if str(path) in made:
                 need.append(made[str(path)])
             else:
-                missing.setdefault(str(path), (str(path), t["instance_spec"], t.get("data_dir")))
+                missing.setdefault(str(path), (str(path), t.instance_spec, t.data_dir))
         if missing:
             todo = list(missing.values())
             fut = client.submit(
@@ -595,15 +569,17 @@ def warm_disk_caches(specs: list[tuple[dict[str, Any], Any]]) -> list[str | None
 
 
 def write_run_report(run_dir: Path, run_id: str, stream) -> str | None:
-    """The comparison report of one run, as ``<run dir>/report.html`` (``run.report=true``).
+    """The comparison report of one run, as ``<run dir>/_report.html`` (``run.report=true``).
 
-    A failure to draw it is a message, not a lost run: the rows are already written.
+    The leading ``_`` keeps it out of Parquet dataset readers (``pandas.read_parquet(
+    "runs")``, DuckDB's glob). A failure to draw it is a message, not a lost run: the rows
+    are already written.
     """
     from matchbench.report.build import build_report
     from matchbench.results.compare import normalize
     from matchbench.results.store import read_results
 
-    path = Path(run_dir) / "report.html"
+    path = Path(run_dir) / "_report.html"
     try:
         frame = normalize(read_results(run_dir))
         path.write_text(build_report(frame, title=f"matchbench run {run_id}", source=str(run_dir)), encoding="utf-8")

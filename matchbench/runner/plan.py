@@ -1,10 +1,10 @@
-"""From a resolved job config to tasks: plain, picklable dicts shipped to Dask workers.
+"""From a resolved job config to tasks: :class:`Task` records shipped to Dask workers.
 
 A task is one (instance x algorithm x variant) with its repetitions; with ``run.batch`` the
 sweep ships many of them per Dask task (:mod:`matchbench.runner.batch`), from the same
-plan. Everything a worker
-needs is in the dict (resolved config sections, never OmegaConf objects: Hydra's
-``${now:}`` and ``${hydra:}`` resolvers do not work in a worker process).
+plan. Everything a worker needs is in the record, as plain picklable data (resolved config
+sections, never OmegaConf objects: Hydra's ``${now:}`` and ``${hydra:}`` resolvers do not
+work in a worker process).
 
 Pairs that cannot mean anything are left out here, before anything is loaded: a solver of
 one problem family on a dataset whose function declares another family
@@ -12,11 +12,14 @@ one problem family on a dataset whose function declares another family
 the sweep reports them in one line, not as one error row per pair.
 
 The ``init`` section (the ``init`` config group) names the initial answer of the families
-that have one (MCM: ``cheap_cpu`` or ``cheap_gpu``). It ships with the tasks of solvers
+that have one. It ships with the tasks of solvers
 of its family and is dropped from the others (their tasks, and so their ids, do not
 depend on it: a sweep over ``init`` runs them once). A GPU initializer is run by the
 solver on its device copy of the instance; pairs of it with a solver that cannot
-(``device_init`` false: the CPU references) are left out, in ``skipped_inits``.
+(``device_init`` false: the CPU references) are left out, in ``skipped_inits``. A task
+that starts from its family's default initializer (:attr:`Problem.default_init
+<matchbench.core.problem.Problem.default_init>`, the papers' protocol) keeps the id it had
+before initializers could be chosen.
 
 Run options that belong to the algorithm rather than to the solver are taken out of the
 algorithm config before the solver is built: ``algorithm.time_limit_s`` (seconds one
@@ -26,12 +29,97 @@ repetition may take, warm-up included; over it the task is killed and recorded a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from matchbench.results.schema import to_json
+
+
+@dataclass(frozen=True)
+class Task:
+    """One instance x algorithm x variant with its repetitions: what a worker runs.
+
+    Made by :func:`build_plan`; pickled to a Dask worker and on to its task process
+    (:mod:`matchbench.runner.child`), so every field is plain data. Frozen: a changed
+    task is a new one (:func:`dataclasses.replace`). :meth:`to_dict` and
+    :meth:`from_dict` give and read its JSON form.
+    """
+
+    #: stable id (:func:`task_id`): the file name of its rows, what ``run.resume`` matches
+    task_id: str
+    #: the solver's ``name`` (the ``algorithm`` column)
+    algorithm: str
+    #: the family of the solver, and so of the instance (``problem`` column)
+    problem: str
+    #: ``"cpu"`` or ``"gpu"``: the Dask resource the task asks for
+    device: str
+    #: the solver's canonical ``k=v,...`` parameters (``variant`` column)
+    variant: str
+    #: the solver's config section without the run options: ``_target_`` and parameters
+    algorithm_cfg: dict[str, Any]
+    #: the instance spec, one item of :func:`matchbench.datasets.expand`
+    instance_spec: dict[str, Any]
+    #: the solver's parameters as JSON (``params_json`` column)
+    params_json: str = "{}"
+    #: kernel families the solver and its initializer compile (``kernels/<family>``)
+    kernel_families: list[str] = field(default_factory=list)
+    #: the initializer's label (``init`` column); None without one
+    init: str | None = None
+    #: the ``init`` config section the task starts from; None: the family's own or none
+    init_cfg: dict[str, Any] | None = None
+    #: the job's ``gpu`` config section
+    gpu: dict[str, Any] = field(default_factory=dict)
+    #: timed repetitions (``gpu.repetitions``)
+    repetitions: int = 3
+    #: untimed repetitions before them (``gpu.warmup``)
+    warmup: int = 1
+    #: instrumented repetitions after them (``gpu.instrumented``)
+    instrumented: int = 0
+    #: the job's provenance columns: job_index, hydra_overrides, config_json, experiment
+    provenance: dict[str, Any] = field(default_factory=dict)
+    #: where datasets and the disk cache are (None: the default data dir)
+    data_dir: str | None = None
+    #: whether answers are certified (``run.verify``)
+    verify: bool = True
+    #: seconds the whole task may take (``run.task_timeout_s``)
+    timeout_s: float = 600.0
+    #: seconds one repetition may take (``algorithm.time_limit_s``); None: no such limit
+    time_limit_s: float | None = None
+    #: whether the task runs in the worker's task process (``run.isolate``)
+    isolate: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        """The task as a plain dict of JSON data (:func:`dataclasses.asdict`)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Task:
+        """A task from :meth:`to_dict`'s form, or from the dict tasks of earlier versions.
+
+        Keys that are no field are ignored; missing optional fields take their defaults.
+
+        Raises
+        ------
+        TypeError
+            Naming the required fields that ``data`` lacks.
+        """
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def __getitem__(self, key: str) -> Any:
+        """``task["task_id"]``: read access as for the dict tasks of earlier versions
+        (callers outside the runner; the runner reads attributes)."""
+        if not isinstance(key, str) or key not in _TASK_FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+
+_TASK_FIELDS = frozenset(f.name for f in dataclasses.fields(Task))
 
 
 @dataclass
@@ -39,7 +127,7 @@ class Plan:
     """One Hydra job's tasks, its run settings and its provenance."""
 
     job_index: int
-    tasks: list[dict[str, Any]]
+    tasks: list[Task]
     run: dict[str, Any]
     cluster: dict[str, Any]
     overrides: list[str] = field(default_factory=list)
@@ -76,9 +164,40 @@ def split_algorithm(algorithm: dict[str, Any]) -> tuple[dict[str, Any], dict[str
 
 
 def task_id(algorithm: dict[str, Any], spec: dict[str, Any], timing: dict[str, Any]) -> str:
-    """Stable id of a task: the same algorithm config, instance spec and timing settings
-    give the same id in every run (what ``resume=true`` matches on)."""
-    blob = json.dumps([algorithm, spec, timing], sort_keys=True, default=str)
+    """Stable id of a task: the same solver and parameters, instance spec and timing
+    settings give the same id in every run (what ``run.resume=true`` matches on).
+
+    Parameters
+    ----------
+    algorithm : dict
+        The algorithm config section (``_target_``, the solver's parameters, run options
+        such as ``time_limit_s``).
+    spec : dict
+        The instance spec (one item of :func:`matchbench.datasets.expand`).
+    timing : dict
+        The settings that change what is measured (repetitions, warm-up, and the
+        ``init`` section where it is not the papers' cheap matching).
+
+    Returns
+    -------
+    str
+        16 hex digits of the SHA-1 of the three as canonical JSON.
+
+    Notes
+    -----
+    Ids hash what a task *is*, not where its code lives: every ``_target_`` (the solver
+    class, the dataset function, an initializer, nested ones) enters as its identity,
+    :func:`matchbench.core.legacy.frozen_name`, the dotted name it had before the family
+    layout (#29), or its own name for one added since. That spelling is a frozen identity
+    recorded in :mod:`matchbench.core.legacy`, not the import path, so moving a module
+    changes no id: runs made before the move resume (and compare) with the same ids,
+    and a config that still spells a ``_target_`` the old way gives the same id as the
+    new spelling. The other values (parameters, spec arguments, timing) enter as they
+    are, so the canonical form is byte for byte that of the ids before the move.
+    """
+    from matchbench.core.legacy import frozen_targets
+
+    blob = json.dumps(frozen_targets([algorithm, spec, timing]), sort_keys=True, default=str)
     return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
 
@@ -113,6 +232,17 @@ def describe_init(init: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _default_init(problem: str) -> str | None:
+    """The label of the family's default initializer (:attr:`Problem.default_init
+    <matchbench.core.problem.Problem.default_init>`); None for none, or an unknown family."""
+    from matchbench.core.problem import get_problem
+
+    try:
+        return get_problem(problem).default_init
+    except KeyError:  # a solver of a family without a Problem class: it has no default
+        return None
+
+
 def _accepts_device_init(algorithm: dict[str, Any]) -> bool:
     from hydra.utils import get_class
 
@@ -132,19 +262,29 @@ def build_plan(
     the plan, so a sweep records them and carries on. ``experiment`` is the preset the
     job was composed from (``+experiment=NAME``), recorded in every row.
     """
-    from matchbench.datasets import _label, expand, spec_problem
+    from matchbench.core.legacy import upgrade_target
+    from matchbench.datasets import expand, spec_label, spec_problem
     from matchbench.runner.task import error_row
 
     overrides = list(overrides or [])
     run = dict(cfg.get("run", {}))
     gpu = dict(cfg.get("gpu", {}))
+    if gpu.get("threads_per_block") is not None:
+        warnings.warn(
+            "gpu.threads_per_block is deprecated and read by nothing; a block size is each "
+            "GPU solver's own option, algorithm.threads_per_block",
+            FutureWarning,
+            stacklevel=2,
+        )
     timing = {
         "repetitions": int(gpu.get("repetitions", 3)),
         "warmup": int(gpu.get("warmup", 1)),
         "instrumented": int(gpu.get("instrumented", 0) or 0),
     }
-    algorithm = dict(cfg["algorithm"])
+    # a pre-move _target_ spelling keeps working for one release (one FutureWarning)
+    algorithm = upgrade_target(dict(cfg["algorithm"]))
     dataset = dict(cfg["dataset"])
+    init_section = upgrade_target(dict(cfg["init"])) if cfg.get("init") else None
     provenance = {
         "job_index": job_index,
         "hydra_overrides": " ".join(overrides),
@@ -162,9 +302,9 @@ def build_plan(
         plan.error_rows.append(error_row({**provenance, **base}, exc, stage="algorithm config"))
         return plan
     init_cfg: dict[str, Any] | None = None
-    if cfg.get("init"):
+    if init_section:
         try:
-            init = describe_init(dict(cfg["init"]))
+            init = describe_init(dict(init_section))
         except Exception as exc:
             plan.error_rows.append(error_row({**provenance, **solver}, exc, stage="init config"))
             return plan
@@ -174,17 +314,21 @@ def build_plan(
             ):
                 plan.skipped_inits.append((solver["algorithm"], init["label"]))
                 return plan
-            init_cfg = dict(cfg["init"])
+            init_cfg = dict(init_section)
             solver["kernel_families"] = sorted(
                 set(solver["kernel_families"]) | set(init["kernel_families"])
             )
             solver["init"] = init["label"]
+    solver.setdefault("init", None)
     try:
         specs = expand(dataset)
     except Exception as exc:
         plan.error_rows.append(error_row({**provenance, **solver}, exc, stage="dataset config"))
         return plan
 
+    keyed_init = None  # the init section, where it enters the task ids (below)
+    if init_cfg is not None and solver["init"] != _default_init(solver["problem"]):
+        keyed_init = init_cfg
     families: dict[str, str | None] = {}  # by target: 10,000 specs of one generator resolve once
     for spec in specs:
         target = str(spec.get("_target_"))
@@ -192,29 +336,29 @@ def build_plan(
             families[target] = spec_problem(spec)
         family = families[target]
         if family is not None and family != solver["problem"]:
-            plan.skipped_pairs.append((solver["algorithm"], solver["problem"], _label(spec), family))
+            plan.skipped_pairs.append((solver["algorithm"], solver["problem"], spec_label(spec), family))
             continue
         # Ids stay those of earlier versions unless instrumented runs or an initializer
-        # other than the papers' cheap matching are asked for.
+        # other than the family's default are asked for.
         keyed = {k: v for k, v in timing.items() if v or k != "instrumented"}
-        if init_cfg is not None and solver.get("init") != "cheap_cpu":
-            keyed["init"] = init_cfg
+        if keyed_init is not None:
+            keyed["init"] = keyed_init
         tid = task_id(algorithm, spec, keyed)
         plan.tasks.append(
-            {
-                "task_id": tid,
-                "algorithm_cfg": solver_cfg,
-                "init_cfg": init_cfg,
-                "instance_spec": spec,
-                "gpu": gpu,
+            Task(
+                task_id=tid,
+                algorithm_cfg=solver_cfg,
+                init_cfg=init_cfg,
+                instance_spec=spec,
+                gpu=gpu,
                 **timing,
                 **solver,
-                "provenance": provenance,
-                "data_dir": cfg.get("data_dir"),
-                "verify": bool(run.get("verify", True)),
-                "timeout_s": float(run.get("task_timeout_s", 600)),
-                "time_limit_s": run_opts.get("time_limit_s"),
-                "isolate": bool(run.get("isolate", True)),
-            }
+                provenance=provenance,
+                data_dir=cfg.get("data_dir"),
+                verify=bool(run.get("verify", True)),
+                timeout_s=float(run.get("task_timeout_s", 600)),
+                time_limit_s=run_opts.get("time_limit_s"),
+                isolate=bool(run.get("isolate", True)),
+            )
         )
     return plan

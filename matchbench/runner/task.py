@@ -1,6 +1,7 @@
 """One task, executed where it lands: load, initialize, warm up, time, verify, rows.
 
-:func:`execute_task` is what runs in the task process (see :mod:`matchbench.runner.child`);
+:func:`execute_task` runs a :class:`~matchbench.runner.plan.Task` in the task process
+(see :mod:`matchbench.runner.child`);
 it streams each finished repetition's row through ``emit`` so that a timeout or a crash
 later in the task loses nothing already measured. :func:`execute_batch` runs a batched
 task (``run.batch``, :mod:`matchbench.runner.batch`): many instances of one algorithm x
@@ -15,9 +16,14 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from matchbench.core.solver import Measurements
 from matchbench.results.schema import to_json
+
+if TYPE_CHECKING:
+    from matchbench.runner.batch import Batch
+    from matchbench.runner.plan import Task
 
 Row = dict[str, Any]
 
@@ -68,19 +74,19 @@ _ROW_KEYS = {
 }
 
 
-def task_base(task: dict[str, Any]) -> Row:
+def task_base(task: Task) -> Row:
     """Identity columns known before the instance is loaded."""
-    spec = task["instance_spec"]
+    spec = task.instance_spec
     return {
-        **task["provenance"],
-        "task_id": task["task_id"],
-        "algorithm": task["algorithm"],
-        "problem": task["problem"],
-        "device": task["device"],
-        "variant": task["variant"],
-        "params_json": task["params_json"],
-        "init": task.get("init"),
-        "n_repetitions": task["repetitions"],
+        **task.provenance,
+        "task_id": task.task_id,
+        "algorithm": task.algorithm,
+        "problem": task.problem,
+        "device": task.device,
+        "variant": task.variant,
+        "params_json": task.params_json,
+        "init": task.init,
+        "n_repetitions": task.repetitions,
         "instance": spec.get("name") or spec.get("path") or spec.get("_target_", "?").rsplit(".", 1)[-1],
         "rcp": bool(spec.get("rcp", False)),
         "dataset_seed": spec.get("seed"),
@@ -134,7 +140,7 @@ def new_solver(cfg: dict[str, Any]) -> Any:
 class _Ready:
     """One loaded instance of a task, with its solver and initial answer, ready to solve."""
 
-    task: dict[str, Any]
+    task: Task
     base: Row
     instance: Any
     problem: Any
@@ -145,14 +151,14 @@ class _Ready:
 
 
 def _prepare(
-    task: dict[str, Any],
+    task: Task,
     out: Callable[[Row], None],
     loaded: Callable[[Row], None] | None = None,
     solver: Any | None = None,
 ) -> _Ready | None:
     """Load, check, skip, initialize and compile for one task; None after an error row.
 
-    ``solver``: one to use instead of a fresh one from ``task["algorithm_cfg"]`` (a batch
+    ``solver``: one to use instead of a fresh one from ``task.algorithm_cfg`` (a batch
     shares one). Every failure is written through ``out`` as the task's row.
     """
     from hydra.utils import instantiate
@@ -163,7 +169,7 @@ def _prepare(
 
     base = task_base(task)
     try:
-        base.update(worker_provenance(task["device"]))
+        base.update(worker_provenance(task.device))
     except Exception as exc:
         out(error_row(base, exc, stage="device"))
         return None
@@ -171,25 +177,25 @@ def _prepare(
     # load (cached per process: repetitions and other algorithms reuse the instance)
     try:
         t0 = time.perf_counter()
-        instance = load(task["instance_spec"], data_dir=task.get("data_dir"))
+        instance = load(task.instance_spec, data_dir=task.data_dir)
         base["t_load_s"] = time.perf_counter() - t0
-        base.update(_instance_columns(instance, task["instance_spec"]))
+        base.update(_instance_columns(instance, task.instance_spec))
     except Exception as exc:
         out(error_row(base, exc, stage="load"))
         return None
     if loaded is not None:
         loaded(dict(base))
 
-    problem = get_problem(task["problem"])
-    if getattr(instance, "problem", task["problem"]) != task["problem"]:
-        out(error_row(base, f"{task['algorithm']} solves {task['problem']!r} but instance "
+    problem = get_problem(task.problem)
+    if getattr(instance, "problem", task.problem) != task.problem:
+        out(error_row(base, f"{task.algorithm} solves {task.problem!r} but instance "
                             f"{base['instance']} is a {instance.problem!r} instance", stage="plan"))
         return None
 
     try:
         if solver is None:
-            solver = new_solver(task["algorithm_cfg"])
-        if task["device"] == "gpu":
+            solver = new_solver(task.algorithm_cfg)
+        if task.device == "gpu":
             # The blocks an earlier task (an OOM's included) left in CuPy's pool count as
             # used in the free memory that skip() weighs the solver's estimate against.
             _gpu_pool().free_all_blocks()
@@ -202,14 +208,14 @@ def _prepare(
         return None
 
     try:
-        if task.get("init_cfg"):
-            initializer = instantiate(task["init_cfg"], _convert_="all")
+        if task.init_cfg:
+            initializer = instantiate(task.init_cfg, _convert_="all")
             base["init"] = initializer.label()
-            make_init, warm_key = initializer, f"{task['problem']}:{initializer.label()}"
+            make_init, warm_key = initializer, f"{task.problem}:{initializer.label()}"
         else:
-            initializer, make_init, warm_key = None, problem.initialize, task["problem"]
+            initializer, make_init, warm_key = None, problem.initialize, task.problem
         if initializer is not None and initializer.device == "gpu":
-            # Run by the solver on its device copy of the instance (timings()["init"]).
+            # Run by the solver on its device copy of the instance (Measurements.init).
             init = initializer
         else:
             if warm_key not in _warm_initializers:
@@ -224,14 +230,14 @@ def _prepare(
         out(error_row(base, exc, stage="initialize"))
         return None
 
-    gpu = task["device"] == "gpu"
+    gpu = task.device == "gpu"
     pool = None
     if gpu:
         from matchbench.gpu import kernels
 
         pool = _gpu_pool()
         pool.free_all_blocks()
-        families = task.get("kernel_families", [])
+        families = task.kernel_families
         try:
             kernels.precompile(families)  # a no-op where the worker plugin already compiled
         except Exception as exc:
@@ -243,12 +249,12 @@ def _prepare(
     return _Ready(task, base, instance, problem, solver, init, gpu, pool)
 
 
-def _schedule(task: dict[str, Any], solver: Any) -> list[tuple[int, bool]]:
+def _schedule(task: Task, solver: Any) -> list[tuple[int, bool]]:
     """(repetition, instrumented) in order: warm-ups (negative), timed, instrumented."""
-    reps, warmup = int(task["repetitions"]), int(task["warmup"])
+    reps, warmup = int(task.repetitions), int(task.warmup)
     schedule = [(rep, False) for rep in range(-warmup, reps)]
     if getattr(solver, "instrumentable", False):
-        schedule += [(reps + i, True) for i in range(int(task.get("instrumented", 0) or 0))]
+        schedule += [(reps + i, True) for i in range(int(task.instrumented or 0))]
     return schedule
 
 
@@ -262,50 +268,56 @@ def _sync(gpu: bool) -> None:
 def _timed_row(
     row: Row,
     ready: _Ready,
-    timings: dict[str, Any],
-    counters: dict[str, Any],
+    measured: Measurements,
     seconds: tuple[float, float, float],
     n: int = 1,
     index: int = 0,
 ) -> None:
     """Fill an ``ok`` row's times, rates and counters from one timed call.
 
-    ``seconds``: the host clock's (prepare, run, result). A call that solved ``n``
-    instances together (a batch) gives each of them ``1/n`` of every time it measured
-    (``t_prepare_s``, ``t_solve_s``, ``t_transfer_s``, ``t_upload_s``, a solver-run
-    ``t_init_s``, the phases); its counters stay the call's totals, and
-    ``counters_json`` also carries ``batch_solve_s``, the call's whole solve time.
+    ``measured``: what the solver measured (:class:`~matchbench.core.solver.Measurements`);
+    ``seconds``: the host clock's (prepare, run, result), for what it did not measure. A
+    call that solved ``n`` instances together (a batch) gives each of them ``1/n`` of
+    every time it measured (``t_prepare_s``, ``t_solve_s``, ``t_transfer_s``,
+    ``t_upload_s``, a solver-run ``t_init_s``, the phases); its counters stay the call's
+    totals, and ``counters_json`` also carries ``batch_solve_s``, the call's whole solve
+    time. The rate columns are those the family declares
+    (:attr:`~matchbench.core.problem.Problem.rate_columns`), per second of the call.
     """
     prepare_s, run_s, result_s = seconds
     gpu, solver = ready.gpu, ready.solver
+    counters = measured.counters
 
     def share(x: Any) -> Any:
         return x / n if isinstance(x, int | float) and not isinstance(x, bool) else x
 
-    if "init" in timings:  # a GPU initializer or preprocessing, run by the solver
-        row["t_init_s"] = share(timings.pop("init"))
+    if measured.init is not None:  # a GPU initializer or preprocessing, run by the solver
+        row["t_init_s"] = share(measured.init)
         value = counters.get("init_objective")
         if n > 1:  # one objective per instance, or none that this row can own
             value = value[index] if isinstance(value, list | tuple) and len(value) == n else None
         row["objective_init"] = value
         if row.get("init") is None:  # no initializer: the solver's own preprocessing
             row["init"] = getattr(solver, "init_label", None)
-    solve = timings.pop("solve", run_s)
+    solve = measured.solve if measured.solve is not None else run_s
+    transfer = measured.transfer if measured.transfer is not None else (result_s if gpu else None)
+    phases = measured.phases
     row.update(
         status="ok",
         t_prepare_s=share(prepare_s),
         t_solve_s=share(solve),
-        t_transfer_s=share(timings.pop("transfer", result_s if gpu else None)),
-        t_upload_s=share(timings.pop("upload", None)),
-        phases_json=to_json({k: share(v) for k, v in timings.items()}) if timings else None,
+        t_transfer_s=share(transfer),
+        t_upload_s=share(measured.upload),
+        phases_json=to_json({k: share(v) for k, v in phases.items()}) if phases else None,
     )
     row["t_e2e_s"] = e2e_seconds(row.get("t_init_s"), row["t_solve_s"])
     n_edges, t_solve = row.get("n_edges"), row["t_solve_s"]
     if n_edges is not None and t_solve is not None and t_solve > 0:
         row["edges_per_s"] = float(n_edges) / float(t_solve)
-    proposals = counters.get("proposals")
-    if isinstance(proposals, int | float) and solve is not None and solve > 0:
-        row["proposals_per_s"] = float(proposals) / float(solve)  # a count of the whole call
+    for column, counter in ready.problem.rate_columns.items():
+        count = counters.get(counter)
+        if isinstance(count, int | float) and solve is not None and solve > 0:
+            row[column] = float(count) / float(solve)  # a count of the whole call
     if n > 1:
         counters = {**counters, "batch_solve_s": solve}
     row.update(
@@ -319,7 +331,7 @@ def _timed_row(
 
 
 def _verify(row: Row, ready: _Ready, solution: Any) -> None:
-    if not ready.task.get("verify", True):
+    if not ready.task.verify:
         return
     t0 = time.perf_counter()
     try:
@@ -363,13 +375,13 @@ def _repetitions(ready: _Ready, out: Callable[[Row], None], started: Callable[[i
             continue
         if rep < 0:  # warm-up: compilation, caches, JIT
             continue
-        _timed_row(row, ready, dict(solver.timings()), dict(solver.counters()), (t1 - t0, t2 - t1, t3 - t2))
+        _timed_row(row, ready, Measurements.of(solver), (t1 - t0, t2 - t1, t3 - t2))
         _verify(row, ready, solution)
         out(row)
 
 
 def execute_task(
-    task: dict[str, Any],
+    task: Task,
     emit: Callable[[Row], None] | None = None,
     loaded: Callable[[Row], None] | None = None,
     started: Callable[[int], None] | None = None,
@@ -381,7 +393,7 @@ def execute_task(
     ``started`` receives each repetition's number as it starts (the task process's parent
     times ``algorithm.time_limit_s`` from there).
 
-    After the warm-up and the timed repetitions, ``task["instrumented"]`` more
+    After the warm-up and the timed repetitions, ``task.instrumented`` more
     repetitions run with the solver's instrumentation on (:meth:`BaseSolver.instrument`,
     for solvers that have one): their rows carry ``instrumented=True`` and the counters
     that only instrumented runs collect (e.g. adjacency entries scanned).
@@ -442,28 +454,28 @@ def _joint_repetitions(
             raise RuntimeError(f"result_batch() gave {len(solutions)} answers for {n} instances")
         if rep < 0:
             continue
-        timings, counters = dict(solver.timings()), dict(solver.counters())
+        measured = Measurements.of(solver)
         for i, (ready, solution) in enumerate(zip(readies, solutions, strict=True)):
             row = dict(ready.base, repetition=rep, instrumented=instr, batch_size=n)
-            _timed_row(row, ready, dict(timings), counters, (t1 - t0, t2 - t1, t3 - t2), n=n, index=i)
+            _timed_row(row, ready, measured, (t1 - t0, t2 - t1, t3 - t2), n=n, index=i)
             _verify(row, ready, solution)
             held.append(row)
     return held
 
 
 def execute_batch(
-    batch: dict[str, Any], send: Callable[[str, Any], None] | None = None
+    batch: Batch, send: Callable[[str, Any], None] | None = None
 ) -> tuple[list[Row], list[str]]:
     """Run a batched task (``run.batch``): rows of every instance, and notes for the log.
 
-    ``batch``: ``{"batch_id", "tasks": [task, ...], "joint": bool}``, tasks that differ
-    only in their instance (:func:`matchbench.runner.batch.make_batches`). Each instance
+    ``batch``: a :class:`~matchbench.runner.batch.Batch`, tasks that differ only in their
+    instance (:func:`matchbench.runner.batch.make_batches`). Each instance
     is loaded, initialized and verified as :func:`execute_task` does, and a failure of one
     (bad input, solver error, wrong answer) is its own row while the others go on.
 
     A solver with ``batchable = True`` (and ``joint`` not false) solves the instances that
     loaded together: per repetition ``prepare_batch(instances, inits)`` (untimed, as
-    ``prepare``), ``run()`` (timed: ``timings()["solve"]`` is the batch's total) and
+    ``prepare``), ``run()`` (timed: its measured ``solve`` is the batch's total) and
     ``result_batch()`` (the answers, in input order); each instance's row gets ``1/n`` of
     the times and ``batch_size = n`` (:func:`_timed_row`). If any of that raises, the
     instances are solved one by one instead, each with :func:`execute_task`, and a note
@@ -479,8 +491,8 @@ def execute_batch(
     Every row carries ``batch_id``; ``t_total_s`` is the instance's own wall clock when
     solved alone, its load and initialization plus ``1/n`` of the joint solve otherwise.
     """
-    tasks: list[dict[str, Any]] = list(batch["tasks"])
-    bid = batch.get("batch_id")
+    tasks = list(batch.tasks)
+    bid = batch.batch_id
     rows: list[Row] = []
     notes: list[str] = []
 
@@ -501,16 +513,16 @@ def execute_batch(
         tell("row", row)
 
     def finished(i: int, seconds: float) -> None:
-        for r in open_rows.pop(tasks[i]["task_id"], ()):
+        for r in open_rows.pop(tasks[i].task_id, ()):
             if "t_total_s" not in r:
                 r["t_total_s"] = seconds
         tell("finished", (i, seconds))
 
     pending = list(range(len(tasks)))
     solver = None
-    if batch.get("joint", True) and len(tasks) > 1:
+    if batch.joint and len(tasks) > 1:
         try:
-            solver = new_solver(tasks[0]["algorithm_cfg"])
+            solver = new_solver(tasks[0].algorithm_cfg)
         except Exception:  # each instance's own run records the error
             solver = None
     if solver is not None and getattr(solver, "batchable", False):
@@ -538,7 +550,7 @@ def execute_batch(
                 tell("note", notes[-1])
             if held is not None:
                 share = (time.perf_counter() - t0) / len(readies)
-                own = {tasks[i]["task_id"]: seconds for i, _, seconds in readies}
+                own = {tasks[i].task_id: seconds for i, _, seconds in readies}
                 for row in held:
                     row["t_total_s"] = own[row["task_id"]] + share
                     out(row)

@@ -88,12 +88,14 @@ def test_dataset_configs_name_community_functions(file):
 
 
 def test_planner_pairs_community_data_with_community_solvers_only(tmp_path):
+    from matchbench.core.params import config_defaults
     from matchbench.runner.plan import build_plan
 
-    def plan(target):
+    def plan(target, name):
         return build_plan(
             {
-                "algorithm": {"_target_": target},
+                # the algorithm section as `algorithm=NAME` composes it
+                "algorithm": {"_target_": target, **config_defaults("algorithm", name)},
                 "dataset": {
                     "_target_": "matchbench.families.community.datasets.community_smoke",
                     "name": "karate",
@@ -104,8 +106,8 @@ def test_planner_pairs_community_data_with_community_solvers_only(tmp_path):
             }
         )
 
-    assert len(plan("matchbench.families.community.louvain.Louvain").tasks) == 1
-    wrong = plan("matchbench.families.wmatch.refs.Suitor")
+    assert len(plan("matchbench.families.community.louvain.Louvain", "louvain").tasks) == 1
+    wrong = plan("matchbench.families.wmatch.refs.Suitor", "suitor")
     assert not wrong.tasks
     ((algo, solves, label, family),) = wrong.skipped_pairs
     assert (algo, solves, family) == ("suitor", "wmatch", "community") and "karate" in label

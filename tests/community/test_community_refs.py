@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from matchbench.core.params import configured
 from matchbench.families.community import datasets as D
 from matchbench.families.community import louvain as L
 from matchbench.families.community.louvain import IgraphLouvain, Louvain, NkPLM, NxLouvain, louvain
@@ -32,7 +33,7 @@ SOLVERS = [Louvain, NkPLM, IgraphLouvain, NxLouvain]
 
 
 def _solve(cls, g, **params):
-    s = cls(**params)
+    s = configured(cls, **params)
     assert s.skip(g) == (False, None)
     s.prepare(g)
     s.run()
@@ -261,12 +262,12 @@ def test_more_stages_never_lower_q():
 
 def test_bad_parameters():
     g = D.community_smoke("karate")
-    with pytest.raises(ValueError, match="thresholds must be >= 0"):
+    with pytest.raises(ValueError, match="louvain: t_final must be a finite number >= 0"):
         louvain(g, t_final=-1.0)
     with pytest.raises(ValueError, match="max_iterations"):
         louvain(g, max_iterations=0)
-    with pytest.raises(ValueError, match="thresholds must be >= 0"):
-        Louvain(t_bin=float("nan"))
+    with pytest.raises(ValueError, match="louvain: t_bin must be a finite number >= 0"):
+        configured(Louvain, t_bin=float("nan"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -328,20 +329,20 @@ def test_the_solvers_contraction_equals_the_certificates():
 
 def test_nx_louvain_refuses_large_graphs_with_a_reason():
     g = D.community_planted(L.NX_MAX_VERTICES + 1, 50, 0.0, 0.0001, seed=1)
-    skip, reason = NxLouvain().skip(g)
+    skip, reason = configured(NxLouvain).skip(g)
     assert skip and "nx_louvain" in reason and str(L.NX_MAX_VERTICES) in reason
 
 
 @pytest.mark.parametrize(("cls", "module"), [(NkPLM, "networkit"), (IgraphLouvain, "igraph")])
 def test_library_solvers_skip_without_their_library(monkeypatch, cls, module):
     monkeypatch.setitem(sys.modules, module, None)  # makes "import module" fail
-    skip, reason = cls().skip(D.community_smoke("karate"))
+    skip, reason = configured(cls).skip(D.community_smoke("karate"))
     assert skip and f"{module} is not installed" in reason
 
 
 @pytest.mark.parametrize("cls", SOLVERS, ids=lambda c: c.name)
 def test_life_cycle(cls):
-    s = cls()
+    s = configured(cls)
     with pytest.raises(RuntimeError, match="before"):
         s.run()
     with pytest.raises(RuntimeError, match="before"):

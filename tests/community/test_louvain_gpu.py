@@ -25,10 +25,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from matchbench.core.params import configured
 from matchbench.families.community import datasets as D
 from matchbench.families.community import louvain_gpu as LG
 from matchbench.families.community.louvain import louvain
-from matchbench.families.community.louvain_gpu import LouvainGPU, louvain_gpu, louvain_gpu_model
+from matchbench.families.community.louvain_gpu import LouvainGPU, louvain_gpu
+from matchbench.families.community.louvain_model import louvain_gpu_model
 from matchbench.families.community.problem import Community, CommunityGraph, modularity
 
 pytestmark = pytest.mark.gpu
@@ -280,7 +282,7 @@ def test_edgeless_and_empty_graphs():
 
 def test_solver_life_cycle(graphs):
     g = next(g for _, g, _ in graphs if g.name.startswith("planted"))
-    s = LouvainGPU(commit="bucket")
+    s = configured(LouvainGPU, commit="bucket")
     assert s.skip(g) == (False, None)
     answers = []
     for _ in range(3):

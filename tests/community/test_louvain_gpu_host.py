@@ -20,26 +20,29 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from matchbench.core.params import configured
 from matchbench.families.community import datasets as D
+from matchbench.families.community import louvain_buckets as LB
 from matchbench.families.community import louvain_gpu as LG
+from matchbench.families.community import louvain_stages as LS
 from matchbench.families.community.louvain import louvain
-from matchbench.families.community.louvain_gpu import (
+from matchbench.families.community.louvain_buckets import (
     MERGE_BOUNDS,
     MERGE_SLOTS,
     MOVE_BOUNDS,
     MOVE_SLOTS,
     MOVE_THREADS,
-    THRESHOLD_SWEEP,
-    LouvainGPU,
     global_blocks,
     is_prime,
-    louvain_gpu_model,
     merge_bucket,
     merge_keys,
     move_bucket,
     move_keys,
     table_size,
 )
+from matchbench.families.community.louvain_gpu import LouvainGPU
+from matchbench.families.community.louvain_model import louvain_gpu_model
+from matchbench.families.community.louvain_stages import THRESHOLD_SWEEP
 from matchbench.families.community.problem import Community, CommunityGraph, modularity
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,8 +94,8 @@ def test_the_kernels_constants_are_the_hosts():
     assert [_define(f"LV_TS{i}") for i in range(1, 7)] == list(MOVE_SLOTS)
     assert [_define(f"LV_M{i}") for i in (1, 2)] == list(MERGE_BOUNDS)
     assert [_define(f"LV_MTS{i}") for i in (1, 2)] == list(MERGE_SLOTS)
-    assert _define("LV_BLOCK") == LG.BLOCK == 128
-    assert _define("LV_KEY_SHIFT") == LG.KEY_SHIFT
+    assert _define("LV_BLOCK") == LB.BLOCK == 128
+    assert _define("LV_KEY_SHIFT") == LB.KEY_SHIFT
 
 
 def test_bucket_tables_and_threads_cover_their_degrees():
@@ -170,7 +173,7 @@ def test_threshold_sweep_is_the_papers_grid():
 )
 def test_rejects_bad_parameters_naming_the_solver(kw, match):
     with pytest.raises(ValueError, match=match) as err:
-        LouvainGPU(**kw)
+        configured(LouvainGPU, **kw)
     assert "louvain_gpu" in str(err.value)
     with pytest.raises(ValueError, match=match):
         louvain_gpu_model(D.community_smoke("karate"), **kw)
@@ -190,13 +193,13 @@ def test_config_instantiates_with_the_papers_settings():
     assert s.variant() == (
         "bin_limit=100000,commit=bucket,max_iterations=1000,t_bin=0.01,t_final=1e-06"
     )
-    assert LouvainGPU(commit="iteration", t_bin=1e-3).variant().startswith(
+    assert configured(LouvainGPU, commit="iteration", t_bin=1e-3).variant().startswith(
         "bin_limit=100000,commit=iteration,"
     )
 
 
 def test_life_cycle_errors_before_prepare():
-    s = LouvainGPU()
+    s = configured(LouvainGPU)
     with pytest.raises(RuntimeError, match="before prepare"):
         s.run()
     with pytest.raises(RuntimeError, match="before run"):
@@ -206,7 +209,7 @@ def test_life_cycle_errors_before_prepare():
 
 def test_estimate_and_skip():
     small, big = D.community_smoke("karate"), D.community_planted(2000, 10, 0.05, 0.001, seed=1)
-    s = LouvainGPU()
+    s = configured(LouvainGPU)
     assert 0 < s.estimate_bytes(small) < s.estimate_bytes(big)
     nnz = big.ind.shape[0]
     assert s.estimate_bytes(big) >= 44 * nnz + 192 * big.n
@@ -263,7 +266,7 @@ class _Scripted:
 
 def test_bucket_commits_undo_an_iteration_that_lowers_q():
     be = _Scripted([0.3, 0.5, 0.4, 0.9])
-    out = LG._drive(be, 1e-2, 1e-6, 100, relaxed=False, max_iterations=50)
+    out = LS.drive(be, 1e-2, 1e-6, 100, relaxed=False, max_iterations=50)
     assert be.log[:8] == ["setup", "iterate", "accept", "iterate", "accept", "iterate",
                           "reject", "renumber"]
     assert out.stage["level_q"][0] == 0.5 and out.stage["level_iterations"][0] == 3
@@ -272,18 +275,18 @@ def test_bucket_commits_undo_an_iteration_that_lowers_q():
 
 def test_relaxed_undoes_the_iteration_below_the_threshold():
     be = _Scripted([0.3, 0.3 + 1e-7, 0.9])
-    out = LG._drive(be, 1e-2, 1e-6, 100, relaxed=True, max_iterations=50)
+    out = LS.drive(be, 1e-2, 1e-6, 100, relaxed=True, max_iterations=50)
     assert be.log[:6] == ["setup", "iterate", "accept", "iterate", "reject", "renumber"]
     assert out.stage["level_q"][0] == 0.3
     # with bucket commits the same small gain is kept and ends the stage
     be = _Scripted([0.3, 0.3 + 1e-7, 0.9])
-    out = LG._drive(be, 1e-2, 1e-6, 100, relaxed=False, max_iterations=50)
+    out = LS.drive(be, 1e-2, 1e-6, 100, relaxed=False, max_iterations=50)
     assert out.stage["level_q"][0] == 0.3 + 1e-7 and "reject" not in be.log
 
 
 def test_max_iterations_and_thresholds_per_stage():
     be = _Scripted([0.1 * i for i in range(1, 9)], n=200)
-    out = LG._drive(be, 1.0, 1e-6, 100, relaxed=False, max_iterations=3)
+    out = LS.drive(be, 1.0, 1e-6, 100, relaxed=False, max_iterations=3)
     st = out.stage
     assert st["level_iterations"][0] == 1  # t_bin = 1: the first gain is below it
     assert st["level_threshold"][:2] == [1.0, 1e-6]  # the method goes on under t_final

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from _lap_cases import KINDS, cost_mismatch, make_costs, make_instance
 
+from matchbench.core.params import configured
 from matchbench.families.lap import batch_gpu as LB
 from matchbench.families.lap.batch_gpu import HungarianBatchGPU, sap_reference
 from matchbench.families.lap.problem import LAP, CostMatrix
@@ -95,7 +96,7 @@ def _assert_ok(insts, answers, refs=None, scipy=True):
 def test_one_mixed_batch_every_answer_certified_and_equal_to_the_reference(cases):
     assert len(cases) >= 400
     insts = [c[0] for c in cases]
-    s = HungarianBatchGPU()
+    s = configured(HungarianBatchGPU)
     answers = _solve(s, insts)
     _assert_ok(insts, answers, [c[1] for c in cases])
     c = s.counters()
@@ -108,7 +109,7 @@ def test_one_mixed_batch_every_answer_certified_and_equal_to_the_reference(cases
 
 
 def test_batches_of_one(cases):
-    s = HungarianBatchGPU()
+    s = configured(HungarianBatchGPU)
     for inst, ref in cases[::3]:
         s.prepare(inst)
         s.run()
@@ -120,9 +121,9 @@ def test_batches_of_one(cases):
 @pytest.mark.parametrize(
     "params",
     [
-        {"threads": 32},  # one warp: 19 columns per thread at n = 600, no block barrier
-        {"threads": 96},  # three warps: a block size that is no power of two
-        {"threads": 1024},  # most threads own no column for small n
+        {"threads_per_block": 32},  # one warp: 19 columns per thread at n = 600, no block barrier
+        {"threads_per_block": 96},  # three warps: a block size that is no power of two
+        {"threads_per_block": 1024},  # most threads own no column for small n
         {"smem_cost_bytes": 0},  # every matrix read from global memory
         {"smem_cost_bytes": LB.SMEM_COST_BYTES_MAX},  # up to n = 160 (float64) in shared memory
     ],
@@ -131,7 +132,7 @@ def test_batches_of_one(cases):
 def test_block_sizes_and_cost_placements_give_the_same_answers(cases, params):
     sub = [c for k, c in enumerate(cases) if k % 2 == 0 or c[0].n >= 300]
     insts = [c[0] for c in sub]
-    answers = _solve(HungarianBatchGPU(**params), insts)
+    answers = _solve(configured(HungarianBatchGPU, **params), insts)
     _assert_ok(insts, answers, [c[1] for c in sub], scipy=False)
 
 
@@ -150,7 +151,7 @@ def test_block_sizes_and_cost_placements_give_the_same_answers(cases, params):
 )
 def test_large_batches_of_one_size(kind, n, count):
     insts = [make_instance(kind, n, 10_000 + s) for s in range(count)]
-    s = HungarianBatchGPU()
+    s = configured(HungarianBatchGPU)
     answers = _solve(s, insts)
     assert s.counters()["kernel_launches"] == 1
     # all certified; SciPy's cost and the reference on a sample
@@ -165,7 +166,7 @@ def test_large_batches_of_one_size(kind, n, count):
 
 def test_repetitions_reuse_the_upload_and_a_new_batch_replaces_it():
     insts = [make_instance("int_n", n, n) for n in (5, 64, 100, 512)]
-    s = HungarianBatchGPU()
+    s = configured(HungarianBatchGPU)
     first = _solve(s, insts)
     held = s._batch
     for _ in range(2):
@@ -183,7 +184,7 @@ def test_padded_rectangular_instances():
     rng = np.random.default_rng(3)
     raws = [rng.integers(0, 100, (40, 65)).astype(np.int32), rng.random((70, 9))]
     insts = [CostMatrix.from_array(c, name=f"rect{k}", pad=True) for k, c in enumerate(raws)]
-    answers = _solve(HungarianBatchGPU(), insts)
+    answers = _solve(configured(HungarianBatchGPU), insts)
     _assert_ok(insts, answers)
 
 
@@ -191,13 +192,13 @@ def test_mixed_dtypes_of_one_size_go_to_separate_launches():
     insts = [
         CostMatrix(make_costs(kind, 48, 1)) for kind in ("int_n", "int64_neg", "float32", "float64")
     ]
-    s = HungarianBatchGPU()
+    s = configured(HungarianBatchGPU)
     _assert_ok(insts, _solve(s, insts))
     assert s.counters()["kernel_launches"] == 4
 
 
 def test_skip_reasons():
-    s = HungarianBatchGPU()
+    s = configured(HungarianBatchGPU)
     assert s.skip(make_instance("int_n", 600, 1)) == (False, None)
     too_big = LB.max_n(LB._smem_limit()) + 1
     fake = types.SimpleNamespace(n=too_big, costs=np.zeros((1, 1), dtype=np.int32))

@@ -21,6 +21,7 @@ from _lap_cases import KINDS, cost_mismatch, make_costs, make_instance, scipy_co
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from matchbench.core.params import configured
 from matchbench.core.solver import BaseSolver
 from matchbench.families.lap import batch_gpu as LB
 from matchbench.families.lap.batch_gpu import HungarianBatchGPU, sap_reference
@@ -165,7 +166,7 @@ def test_plan_groups_by_dtype_block_size_and_placement():
         (400, np.int32),  # 8: 128 threads, global
     ]
     groups = LB.plan_groups(shapes, smem_cost_bytes=16 * 1024)
-    by = {(g.dtype.name, g.threads, g.smem_costs): g for g in groups}
+    by = {(g.dtype.name, g.threads_per_block, g.smem_costs): g for g in groups}
     assert set(by) == {
         ("int32", 32, True),
         ("float64", 32, False),
@@ -183,9 +184,9 @@ def test_plan_groups_by_dtype_block_size_and_placement():
     assert sorted(k for g in groups for k in g.members) == list(range(len(shapes)))
     # the default keeps every matrix in global memory
     assert not any(g.smem_costs for g in LB.plan_groups(shapes))
-    # fixed threads: one group per dtype and placement
-    groups = LB.plan_groups(shapes, threads=128, smem_cost_bytes=0)
-    assert {(g.dtype.name, g.threads, g.smem_costs) for g in groups} == {
+    # a fixed block size: one group per dtype and placement
+    groups = LB.plan_groups(shapes, threads_per_block=128, smem_cost_bytes=0)
+    assert {(g.dtype.name, g.threads_per_block, g.smem_costs) for g in groups} == {
         ("int32", 128, False),
         ("float64", 128, False),
         ("float32", 128, False),
@@ -266,29 +267,38 @@ def test_pack_group_checks_the_plan():
 @pytest.mark.parametrize(
     ("kw", "match"),
     [
-        ({"threads": 48}, "threads"),
-        ({"threads": 2048}, "threads"),
-        ({"threads": -32}, "threads"),
-        ({"threads": True}, "threads"),
-        ({"threads": 64.0}, "threads"),
+        ({"threads_per_block": 48}, "threads_per_block"),
+        ({"threads_per_block": 2048}, "threads_per_block"),
+        ({"threads_per_block": -32}, "threads_per_block"),
+        ({"threads_per_block": True}, "threads_per_block"),
+        ({"threads_per_block": 64.0}, "threads_per_block"),
+        ({"threads": 48}, "threads_per_block"),  # the deprecated spelling, checked as the new
         ({"smem_cost_bytes": -1}, "smem_cost_bytes"),
         ({"smem_cost_bytes": 300 * 1024}, "smem_cost_bytes"),
         ({"smem_cost_bytes": "16KiB"}, "smem_cost_bytes"),
         ({"smem_cost_bytes": False}, "smem_cost_bytes"),
     ],
 )
+@pytest.mark.filterwarnings("ignore:algorithm.threads is deprecated:FutureWarning")
 def test_rejects_bad_parameters_naming_the_solver(kw, match):
     with pytest.raises(ValueError, match=match) as err:
-        HungarianBatchGPU(**kw)
+        configured(HungarianBatchGPU, **kw)
     assert "hungarian_batch_gpu" in str(err.value)
 
 
 def test_accepts_good_parameters():
-    assert HungarianBatchGPU(threads=96, smem_cost_bytes=0).params == {
-        "threads": 96,
+    assert configured(HungarianBatchGPU, threads_per_block=96, smem_cost_bytes=0).params == {
+        "threads_per_block": 96,
         "smem_cost_bytes": 0,
     }
-    assert HungarianBatchGPU(threads=np.int64(1024)).params["threads"] == 1024
+    s = configured(HungarianBatchGPU, threads_per_block=np.int64(1024))
+    assert s.params["threads_per_block"] == 1024
+
+
+def test_threads_is_the_deprecated_spelling_of_threads_per_block():
+    with pytest.warns(FutureWarning, match=r"^algorithm\.threads is deprecated; use algorithm\.threads_per_block$"):
+        s = configured(HungarianBatchGPU, threads=64)
+    assert s.params == {"threads_per_block": 64, "smem_cost_bytes": LB.SMEM_COST_BYTES}
 
 
 def test_config_instantiates_the_batchable_solver():
@@ -296,7 +306,7 @@ def test_config_instantiates_the_batchable_solver():
     assert type(s) is HungarianBatchGPU and s.name == "hungarian_batch_gpu"
     assert s.problem == "lap" and s.device == "gpu" and s.batchable
     assert s.kernel_families == ("lap_batch",)
-    assert s.params == {"threads": 0, "smem_cost_bytes": LB.SMEM_COST_BYTES}
+    assert s.params == {"threads_per_block": 0, "smem_cost_bytes": LB.SMEM_COST_BYTES}
 
 
 def test_base_solver_is_not_batchable_by_default():
@@ -322,7 +332,7 @@ def test_estimate_bytes():
 
 
 def test_life_cycle_errors_without_a_prepared_batch():
-    s = HungarianBatchGPU()
+    s = configured(HungarianBatchGPU)
     with pytest.raises(RuntimeError, match="run\\(\\) before prepare_batch"):
         s.run()
     with pytest.raises(RuntimeError, match="before run"):
@@ -338,7 +348,7 @@ def test_skip_names_the_reason_without_a_device():
             pytest.skip("a GPU is present")
     except ImportError:
         pass
-    skip, reason = HungarianBatchGPU().skip(make_instance("int_n", 8, 1))
+    skip, reason = configured(HungarianBatchGPU).skip(make_instance("int_n", 8, 1))
     assert skip and "no usable CUDA device" in reason
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
+from matchbench.core.params import configured
 from matchbench.core.problem import get_problem
 from matchbench.datasets import DatasetError
 from matchbench.families.lap.problem import (
@@ -35,7 +36,7 @@ def _distinct(n: int, seed: int, dtype=np.int64) -> CostMatrix:
 
 
 def _solved(inst: CostMatrix) -> Assignment:
-    s = HungarianTree()
+    s = configured(HungarianTree)
     s.prepare(inst)
     s.run()
     return s.result()

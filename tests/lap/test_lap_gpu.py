@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linear_sum_assignment
 
+from matchbench.core.params import configured
 from matchbench.families.lap import datasets as L
 from matchbench.families.lap.hungarian import CuClass, CuTree
 from matchbench.families.lap.problem import LAP, CostMatrix, certificate_atol
@@ -124,12 +125,12 @@ def _run_all(make_solver, cases, max_failures: int = 10) -> None:
 #: The variants every instance goes through: CU-CLASS, CU-TREE's persistent kernel (its
 #: default) and CU-TREE's host-driven loop.
 MAIN = {
-    "cu_class": CuClass,
-    "cu_tree": CuTree,
-    "cu_tree_host": lambda **kw: CuTree(persistent=False, **kw),
+    "cu_class": lambda **kw: configured(CuClass, **kw),
+    "cu_tree": lambda **kw: configured(CuTree, **kw),
+    "cu_tree_host": lambda **kw: configured(CuTree, persistent=False, **kw),
 }
 #: The host-driven loops (the shapes of the paper's loop and the multi-device path).
-HOST = {"cu_class": CuClass, "cu_tree_host": MAIN["cu_tree_host"]}
+HOST = {"cu_class": MAIN["cu_class"], "cu_tree_host": MAIN["cu_tree_host"]}
 
 
 @pytest.mark.parametrize("make", MAIN.values(), ids=MAIN.keys())
@@ -144,14 +145,14 @@ def test_persistent_with_several_tiles_per_block(tiles, instances):
     # 32 x tiles columns (several blocks once n > 32 x tiles), and the grid-stride row loops
     # cover more rows per thread. Every third instance and all the larger ones.
     cases = [c for k, c in enumerate(instances) if k % 3 == 0 or c[0].n >= 300]
-    _run_all(lambda: CuTree(tiles_per_block=tiles), cases)
+    _run_all(lambda: configured(CuTree, tiles_per_block=tiles), cases)
 
 
 def test_persistent_counts_on_the_device_and_syncs_once():
     inst = L.uniform(900, "10n", seed=11)
     rows, cols = linear_sum_assignment(inst.costs)
     ref = float(inst.costs[rows, cols].sum())
-    host, pers = CuTree(persistent=False), CuTree()
+    host, pers = configured(CuTree, persistent=False), configured(CuTree)
     assert _check(host, inst, ref) is None and _check(pers, inst, ref) is None
     ch, cp_ = host.counters(), pers.counters()
     assert cp_["host_syncs"] == 1 and ch["host_syncs"] > 1
@@ -169,7 +170,7 @@ def test_persistent_counts_on_the_device_and_syncs_once():
 
 
 def test_persistent_refuses_a_grid_that_cannot_be_co_resident():
-    s = CuTree(tiles_per_block=64)  # 64 tiles need more shared memory than a block gets
+    s = configured(CuTree, tiles_per_block=64)  # 64 tiles need more shared memory than a block gets
     with pytest.raises(RuntimeError, match="co-resident"):
         s.prepare(L.uniform(4096, "n", seed=1))
 
@@ -235,7 +236,7 @@ def test_padded_rectangular_instance():
     inst = CostMatrix.from_array(costs, name="rect", pad=True)
     r, c = linear_sum_assignment(costs)
     for cls in (CuClass, CuTree):
-        s = cls()
+        s = configured(cls)
         s.prepare(inst)
         s.run()
         ans = s.result()

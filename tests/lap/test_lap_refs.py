@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from matchbench.core.params import configured
 from matchbench.families.lap import datasets as L
 from matchbench.families.lap.problem import LAP, CostMatrix, certificate_atol
 from matchbench.families.lap.refs import HungarianTree, LapJV, ScipyLSA
@@ -34,7 +35,7 @@ def brute_force(costs: np.ndarray) -> float:
 
 
 def solve(cls, inst):
-    s = cls()
+    s = configured(cls)
     skip, reason = s.skip(inst)
     if skip:
         pytest.skip(reason)
@@ -112,7 +113,7 @@ def test_cpu_solvers_agree_on_generated_instances(inst):
 
 def test_hungarian_tree_returns_duals_and_counters():
     inst = L.uniform(100, "10n", seed=9)
-    s = HungarianTree()
+    s = configured(HungarianTree)
     s.prepare(inst)
     s.run()
     ans = s.result()
@@ -120,14 +121,14 @@ def test_hungarian_tree_returns_duals_and_counters():
     c = s.counters()
     assert c["row_scans"] >= 100 and c["dual_updates"] >= 1
     with pytest.raises(RuntimeError, match="before run"):
-        t = HungarianTree()
+        t = configured(HungarianTree)
         t.prepare(inst)
         t.result()
 
 
 def test_lapjv_skips_with_a_reason_without_lap(monkeypatch):
     monkeypatch.setitem(sys.modules, "lap", None)  # makes "import lap" fail
-    skip, reason = LapJV().skip(L.uniform(5))
+    skip, reason = configured(LapJV).skip(L.uniform(5))
     assert skip and "lap" in reason
 
 
@@ -152,17 +153,17 @@ def test_gpu_solver_parameters_are_checked():
     from matchbench.families.lap.hungarian import CuClass, CuTree, split
 
     with pytest.raises(ValueError, match="devices"):
-        CuTree(devices=0)
+        configured(CuTree, devices=0)
     with pytest.raises(ValueError, match="batch"):
-        CuClass(batch=0)
+        configured(CuClass, batch=0)
     with pytest.raises(ValueError, match="persistent"):
-        CuTree(devices=2)  # the persistent kernel runs on one GPU
+        configured(CuTree, devices=2)  # the persistent kernel runs on one GPU
     with pytest.raises(ValueError, match="persistent"):
-        CuTree(persistent="yes")
+        configured(CuTree, persistent="yes")
     for bad in (-1, 65, 1.5, True):
         with pytest.raises(ValueError, match="tiles_per_block"):
-            CuTree(tiles_per_block=bad)
-    host = CuTree(devices=2, persistent=False)
+            configured(CuTree, tiles_per_block=bad)
+    host = configured(CuTree, devices=2, persistent=False)
     assert host.params["persistent"] is False and host.params["devices"] == 2
     assert split(10, 3) == [(0, 4), (4, 3), (7, 3)]
     assert split(4, 3) == [(0, 2), (2, 1), (3, 1)]
@@ -172,9 +173,9 @@ def test_persistent_mode_reports_its_own_phases():
     from matchbench.families.lap.hungarian import CuTree
 
     # Constructing a solver imports no CuPy and touches no GPU.
-    assert CuTree()._phase_names == ("initial_reduction", "solve_loop")
-    assert "forward_pass" in CuTree(persistent=False)._phase_names
-    assert "persistent=True,tiles_per_block=0" in CuTree().variant()
+    assert configured(CuTree)._phase_names == ("initial_reduction", "solve_loop")
+    assert "forward_pass" in configured(CuTree, persistent=False)._phase_names
+    assert "persistent=True,tiles_per_block=0" in configured(CuTree).variant()
 
 
 def test_hungarian_kernels_compile_for_every_cost_dtype():
@@ -183,10 +184,10 @@ def test_hungarian_kernels_compile_for_every_cost_dtype():
         nvrtc.getVersion()
     except Exception as exc:  # CuPy without a loadable NVRTC
         pytest.skip(f"NVRTC not usable: {exc!r}")
-    from matchbench.families.lap.hungarian import _KERNELS
+    from matchbench.families.lap.hungarian import KERNELS
     from matchbench.gpu import kernels
 
     for code in range(4):
         ptx = kernels.compile_ptx("hungarian", "sm_80", (f"-DHUNG_DTYPE={code}",))
         entries = {line.split("(")[0].split()[-1] for line in ptx.splitlines() if ".entry" in line}
-        assert entries == set(_KERNELS)
+        assert entries == set(KERNELS)

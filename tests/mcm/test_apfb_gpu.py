@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from matchbench.core.params import configured
 from matchbench.families.mcm.apfb import APFB, FRONTIERS, SYNC_MODES, APsB
 from matchbench.families.mcm.cheap import cheap_matching
 from matchbench.families.mcm.problem import MCM
@@ -145,12 +146,13 @@ def _memory_bound(graph: BipartiteGraph, frontier: str) -> int:
 def test_every_answer_certified(variant, sync, frontier, instances):
     cls, bfs, threads = variant
     # Small grids so that CT strides over several vertices per thread on these graphs.
-    solver = cls(
+    solver = configured(
+        cls,
         bfs=bfs,
         threads=threads,
         sync=sync,
         ct_blocks=4,
-        ct_threads=64,
+        threads_per_block=64,
         batch=16,
         frontier=frontier,
     )
@@ -179,7 +181,7 @@ def test_every_answer_certified(variant, sync, frontier, instances):
 def test_paper_grid_and_empty_init(variant, frontier, instances):
     # The paper's 256 x 256 CT grid; MT with one thread per vertex; start from nothing.
     cls, bfs, threads = variant
-    solver = cls(bfs=bfs, threads=threads, frontier=frontier)
+    solver = configured(cls, bfs=bfs, threads=threads, frontier=frontier)
     failures = []
     for graph, _ in instances[::3]:
         m, v = _solve(solver, graph, _empty(graph))
@@ -192,7 +194,7 @@ def test_paper_grid_and_empty_init(variant, frontier, instances):
 @pytest.mark.parametrize("variant", VARIANTS, ids=_variant_id)
 def test_repeated_runs_agree(variant, frontier, instances):
     cls, bfs, threads = variant
-    solver = cls(bfs=bfs, threads=threads, sync="batched", frontier=frontier)
+    solver = configured(cls, bfs=bfs, threads=threads, sync="batched", frontier=frontier)
     for graph, init in instances[::10]:
         cards = []
         for _ in range(3):  # the cached upload is reused; the init must be restored each time
@@ -220,7 +222,7 @@ def test_int64_indices(cls, instances):
         init64 = Matching(init.row_match.astype(np.int64), init.col_match.astype(np.int64))
         for bfs in ("plain", "wr"):
             for frontier in FRONTIERS:
-                m, v = _solve(cls(bfs=bfs, frontier=frontier), g64, init64)
+                m, v = _solve(configured(cls, bfs=bfs, frontier=frontier), g64, init64)
                 assert v.verified, (g64.name, bfs, frontier, v.reason)
             assert m.col_match.dtype == np.int64
 
@@ -235,7 +237,7 @@ def test_long_path_graph_uses_few_host_syncs():
     for frontier in FRONTIERS:
         results = {}
         for sync in SYNC_MODES:
-            s = APFB(sync=sync, batch=64, frontier=frontier)
+            s = configured(APFB, sync=sync, batch=64, frontier=frontier)
             m, v = _solve(s, g, init)
             assert v.verified and v.objective == n, (sync, frontier, v.reason)
             results[sync] = s.counters()
@@ -279,7 +281,7 @@ def test_queue_tiers_on_hub_graphs(variant):
         assert np.diff(graph.col_ptr).max() >= 1024, graph.name
         for init in (cheap_matching(graph), _empty(graph)):
             for sync in ("batched", "graph"):
-                s = cls(bfs=bfs, threads=threads, sync=sync, frontier="queue", ct_blocks=32)
+                s = configured(cls, bfs=bfs, threads=threads, sync=sync, frontier="queue", ct_blocks=32)
                 m, v = _solve(s, graph, init)
                 if not v.verified:
                     failures.append(f"seed {seed} {sync}: {v.reason}")
@@ -293,7 +295,7 @@ def test_edge_counter_bounds(cls, frontier, instances):
     # whole adjacency of the unmatched columns (level L0 of the first phase scans it all
     # with GPUBFS), at most every edge once per BFS phase (a column enters a BFS once).
     for graph, init in instances[:80]:
-        s = cls(bfs="plain", sync="batched", count_edges=True, frontier=frontier)
+        s = configured(cls, bfs="plain", sync="batched", count_edges=True, frontier=frontier)
         m, v = _solve(s, graph, init)
         assert v.verified, (graph.name, v.reason)
         c = s.counters()

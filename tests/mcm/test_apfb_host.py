@@ -26,6 +26,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from matchbench.core.params import configured
 from matchbench.families.mcm import apfb
 from matchbench.families.mcm.apfb import L0, power_of_two_parts, solve_loop
 from matchbench.families.mcm.cheap import cheap_matching
@@ -481,25 +482,43 @@ def test_chunk_schedule_doubles_up_to_cap():
         {"bfs": "dfs"},
         {"threads": "warp"},
         {"sync": "never"},
-        {"ct_threads": 2048},
-        {"mt_threads": 0},
+        {"threads_per_block": 2048},
+        {"threads_per_block": 0},
         {"batch": 0},
         {"ct_blocks": 1.5},
         {"frontier": "stack"},
-        {"frontier": "queue", "ct_threads": 100},
-        {"frontier": "queue", "mt_threads": 48},
+        {"frontier": "queue", "threads_per_block": 100},
+        {"frontier": "scan", "threads_per_block": 48},  # whole warps with either frontier
+        {"ct_threads": 2048},  # the deprecated spellings, checked as threads_per_block
+        {"threads": "mt", "mt_threads": 0},
     ],
 )
+@pytest.mark.filterwarnings("ignore:algorithm.(ct|mt)_threads is deprecated:FutureWarning")
 def test_bad_parameters_are_refused(kwargs):
     with pytest.raises(ValueError):
-        apfb.APFB(**kwargs)
+        configured(apfb.APFB, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("threads", "old", "want"),
+    [("ct", "ct_threads", 64), ("ct", "mt_threads", 256), ("mt", "mt_threads", 64), ("mt", "ct_threads", 256)],
+)
+def test_old_block_size_names_set_threads_per_block_for_their_assignment(threads, old, want):
+    """ct_threads and mt_threads, the block sizes of the CT and the MT assignment before
+    they became one threads_per_block, still work for one release, with a warning."""
+    with pytest.warns(FutureWarning, match=rf"^algorithm\.{old} is deprecated; use algorithm\.threads_per_block$"):
+        s = configured(apfb.APFB, threads=threads, **{old: 64})
+    assert s.params["threads_per_block"] == want
+    assert s._grid(10_000, 1 << 20)[1] == want
+    assert not {"ct_threads", "mt_threads"} & set(s.params)
 
 
 def test_constructors_do_not_import_cupy():
     code = (
         "import sys\n"
+        "from matchbench.core.params import configured\n"
         "from matchbench.families.mcm.apfb import APFB, APsB\n"
-        "s = [APFB(), APsB(bfs='plain', threads='mt', sync='level')]\n"
+        "s = [configured(APFB), configured(APsB, bfs='plain', threads='mt', sync='level')]\n"
         "assert [x.name for x in s] == ['apfb', 'apsb'], s\n"
         "assert 'cupy' not in sys.modules, 'cupy imported'\n"
     )
@@ -516,9 +535,13 @@ def test_config_instantiates_the_named_solver(name):
     assert solver.name == name
     assert solver.problem == "mcm" and solver.device == "gpu"
     assert solver.kernel_families == ("apfb",)
-    # The YAML's defaults are the constructor's.
-    defaults = type(solver)().params
-    assert {k: v for k, v in cfg.items() if k != "_target_"} == defaults
+    # The YAML is where the defaults live (the constructor has none); its deprecated
+    # spellings of threads_per_block are null and left out of the parameters.
+    deprecated = {"ct_threads", "mt_threads"}
+    assert {k: v for k, v in cfg.items() if k != "_target_" and k not in deprecated} == solver.params
+    assert all(cfg[k] is None for k in deprecated)
+    with pytest.raises(TypeError):
+        type(solver)()
     for bfs in ("plain", "wr"):
         for threads in ("ct", "mt"):
             over = OmegaConf.merge(cfg, {"bfs": bfs, "threads": threads, "sync": "level"})
@@ -531,6 +554,6 @@ def test_memory_estimate_is_within_target():
     g = BipartiteGraph.from_scipy(sp.random(500, 400, density=0.02, random_state=1))
     for cls in (apfb.APFB, apfb.APsB):
         for bfs in ("plain", "wr"):
-            need = cls(bfs=bfs).estimate_bytes(g)
+            need = configured(cls, bfs=bfs).estimate_bytes(g)
             n = g.n_rows + g.n_cols
             assert g.nbytes < need <= 2 * g.nbytes + 8 * 4 * n

@@ -17,6 +17,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
+from matchbench.core.params import configured
 from matchbench.families.mcm.cheap import cheap_matching
 from matchbench.families.mcm.gpr import GPR, K_VALUES, SCANS, STRATEGIES, VARIANTS
 from matchbench.families.mcm.problem import MCM
@@ -43,8 +44,8 @@ MODES = [*SCANS, *PERSISTENT_MODES]
 def _gpr(mode: str, **kwargs) -> GPR:
     """G-PR run by the host loop with scan ``mode``, or by the persistent kernel."""
     if mode in PERSISTENT_MODES:
-        return GPR(persistent=True, **PERSISTENT_MODES[mode], **kwargs)
-    return GPR(persistent=False, scan=mode, **kwargs)
+        return configured(GPR, persistent=True, **PERSISTENT_MODES[mode], **kwargs)
+    return configured(GPR, persistent=False, scan=mode, **kwargs)
 
 
 def _er_with_isolated(rng: np.random.Generator) -> BipartiteGraph:
@@ -239,9 +240,10 @@ def test_persistent_grid_shapes(threads, blocks_per_sm, local_max):
         g = g0.permuted(11)
         assert g0.name.startswith("delaunay") or int(np.diff(g.row_ptr).max()) >= 1024
         for variant, stop in itertools.product(VARIANTS, ("full", "active")):
-            solver = GPR(
+            solver = configured(
+                GPR,
                 variant=variant,
-                threads=threads,
+                threads_per_block=threads,
                 blocks_per_sm=blocks_per_sm,
                 relabel_stop=stop,
                 local_max=local_max,
@@ -261,7 +263,7 @@ def test_early_stop_and_local_phases_on_larger_meshes():
         for g in (g0, g0.permuted(13)):
             init = cheap_matching(g)
             for variant, local_max in itertools.product(VARIANTS, (0, 64, 1024)):
-                solver = GPR(variant=variant, relabel_stop="active", local_max=local_max)
+                solver = configured(GPR, variant=variant, relabel_stop="active", local_max=local_max)
                 _check(g, solver, init, want)
                 c = solver.counters()
                 stops[variant] += c["early_stops"]
@@ -272,7 +274,7 @@ def test_early_stop_and_local_phases_on_larger_meshes():
 
 def test_barrier_probe():
     g = generators.delaunay(10, seed=1)
-    solver = GPR()
+    solver = configured(GPR)
     solver.prepare(g, cheap_matching(g))
     per = solver.barrier_seconds(2000)
     assert 0 < per < 1e-3
@@ -285,7 +287,7 @@ def test_persistent_time_limit_stops_the_kernel_and_the_solver_recovers():
     g0 = generators.grid(16)
     g = g0.permuted(5)
     init = cheap_matching(g)
-    solver = GPR(variant="first", strategy="fix", k=0.3)
+    solver = configured(GPR, variant="first", strategy="fix", k=0.3)
     solver.time_limit_s = 1e-4
     solver.prepare(g, init)
     with pytest.raises(TimeoutError):

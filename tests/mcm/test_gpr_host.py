@@ -20,10 +20,11 @@ from hydra.utils import instantiate
 from omegaconf import OmegaConf
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
-from matchbench.families.mcm import gpr
+from matchbench.core.params import configured
+from matchbench.families.mcm import gpr_device, gpr_loop
 from matchbench.families.mcm.cheap import cheap_matching
-from matchbench.families.mcm.gpr import (
-    GPR,
+from matchbench.families.mcm.gpr import GPR
+from matchbench.families.mcm.gpr_loop import (
     K_VALUES,
     SHRINK_MIN,
     STRATEGIES,
@@ -100,25 +101,25 @@ def test_list_blocks_power_of_two_and_capped():
 def test_ctl_slots_match_kernel_source():
     src = (ROOT / "kernels" / "mcm" / "gpr.cu").read_text()
     defines = dict(re.findall(r"#define GPR_CTL_(\w+) (\d+)", src))
-    assert int(defines["SEQ"]) == gpr._CTL_SEQ
-    assert int(defines["LOOP"]) == gpr._CTL_LOOP
-    assert int(defines["GUARD"]) == gpr._CTL_GUARD
-    assert int(defines["BGUARD"]) == gpr._CTL_BGUARD
-    assert int(defines["LEVEL"]) == gpr._CTL_LEVEL
-    assert int(defines["LEN"]) == gpr._CTL_LEN
-    assert int(defines["SIZE"]) == gpr._CTL_SIZE
+    assert int(defines["SEQ"]) == gpr_loop.CTL_SEQ
+    assert int(defines["LOOP"]) == gpr_loop.CTL_LOOP
+    assert int(defines["GUARD"]) == gpr_loop.CTL_GUARD
+    assert int(defines["BGUARD"]) == gpr_loop.CTL_BGUARD
+    assert int(defines["LEVEL"]) == gpr_loop.CTL_LEVEL
+    assert int(defines["LEN"]) == gpr_loop.CTL_LEN
+    assert int(defines["SIZE"]) == gpr_loop.CTL_SIZE
     names = set(re.findall(r"__global__ void (?:__launch_bounds__\(\w+\)\s+)?(gpr_\w+)\(", src))
-    assert names == set(gpr.KERNELS)
+    assert names == set(gpr_device.KERNELS)
 
 
 def test_persistent_slots_match_kernel_source():
     src = (ROOT / "kernels" / "mcm" / "gpr.cu").read_text()
     defines = {k: int(v) for k, v in re.findall(r"#define GPR_P_(\w+) (\d+)", src)}
-    assert defines["ABORT"] == gpr._P_ABORT
-    assert defines["LEN"] == gpr._P_LEN
-    assert defines["RELABEL_NS"] == gpr._P_RELABEL_NS
-    assert defines["SIZE"] == gpr._P_SIZE
-    assert defines["MAX_THREADS"] == gpr._P_MAX_THREADS
+    assert defines["ABORT"] == gpr_device.P_ABORT
+    assert defines["LEN"] == gpr_device.P_LEN
+    assert defines["RELABEL_NS"] == gpr_device.P_RELABEL_NS
+    assert defines["SIZE"] == gpr_device.P_SIZE
+    assert defines["MAX_THREADS"] == gpr_device.P_MAX_THREADS
     names = {
         "push_kernels": "PUSHES",
         "global_relabels": "RELABELS",
@@ -128,8 +129,8 @@ def test_persistent_slots_match_kernel_source():
         "grid_barriers": "SYNCS",
         "loops": "LOOPS",
     }
-    assert {k: defines[v] for k, v in names.items()} == gpr._P_COUNTERS
-    assert (defines["LOCAL"], defines["STOPS"]) == (gpr._P_LOCAL, gpr._P_STOPS)
+    assert {k: defines[v] for k, v in names.items()} == gpr_device.P_COUNTERS
+    assert (defines["LOCAL"], defines["STOPS"]) == (gpr_device.P_LOCAL, gpr_device.P_STOPS)
     # every slot the kernel names lies inside the block the driver allocates
     slots = {
         k: v
@@ -137,14 +138,14 @@ def test_persistent_slots_match_kernel_source():
         if k not in ("SIZE", "MAX_THREADS", "WARP_MIN", "BLOCK_MIN")
     }
     assert max(slots.values()) < defines["SIZE"], slots
-    assert int(re.search(r"#define GPR_SHRINK_MIN (\d+)", src).group(1)) == gpr.SHRINK_MIN
+    assert int(re.search(r"#define GPR_SHRINK_MIN (\d+)", src).group(1)) == gpr_loop.SHRINK_MIN
     # Both index widths must fit the slots: the largest slot is below the block's size.
     assert max(defines[v] for v in names.values()) < defines["SIZE"]
 
 
 def test_ring_and_batches_fit():
-    assert gpr.RING_SIZE & (gpr.RING_SIZE - 1) == 0
-    assert 2 * gpr.PUSH_BATCH + gpr.BFS_BATCH + 2 < gpr.RING_SIZE
+    assert gpr_loop.RING_SIZE & (gpr_loop.RING_SIZE - 1) == 0
+    assert 2 * gpr_loop.PUSH_BATCH + gpr_loop.BFS_BATCH + 2 < gpr_loop.RING_SIZE
 
 
 # -- config and constructor -------------------------------------------------------------
@@ -162,7 +163,7 @@ def test_config_defaults_are_the_papers_best_in_the_persistent_kernel():
         "variant": "shr",
         "strategy": "adaptive",
         "k": 0.7,
-        "threads": 512,
+        "threads_per_block": 512,
         "launch": "graph",
         "scan": "tiered",
         "persistent": True,
@@ -170,8 +171,10 @@ def test_config_defaults_are_the_papers_best_in_the_persistent_kernel():
         "relabel_stop": "active",
         "local_max": 512,
     }
-    # the class and the YAML file agree, so the solver is the same however it is built
-    assert GPR().params == solver.params
+    # the YAML file is the one place of the defaults: the class has none of its own
+    assert configured(GPR).params == solver.params
+    with pytest.raises(TypeError, match="variant"):
+        GPR()
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -181,7 +184,7 @@ def test_config_sweep_overrides(variant, strategy):
     solver = instantiate(cfg, variant=variant, strategy=strategy, k=1.5)
     assert (
         solver.variant() == f"blocks_per_sm=2,k=1.5,launch=graph,local_max=512,persistent=True,"
-        f"relabel_stop=active,scan=tiered,strategy={strategy},threads=512,variant={variant}"
+        f"relabel_stop=active,scan=tiered,strategy={strategy},threads_per_block=512,variant={variant}"
     )
 
 
@@ -191,8 +194,9 @@ def test_config_sweep_overrides(variant, strategy):
         {"variant": "fast"},
         {"strategy": "often"},
         {"k": 0},
-        {"threads": 100},
-        {"threads": 2048},
+        {"threads_per_block": 100},
+        {"threads_per_block": 2048},
+        {"threads": 100},  # the deprecated spelling, checked as the new one
         {"launch": "async"},
         {"scan": "block"},
         {"scan": "warp"},  # the persistent kernel (the default) has only tiered walks
@@ -206,18 +210,25 @@ def test_config_sweep_overrides(variant, strategy):
         {"local_max": 64, "persistent": False},
     ],
 )
+@pytest.mark.filterwarnings("ignore:algorithm.threads is deprecated:FutureWarning")
 def test_constructor_rejects_bad_parameters(kwargs):
     with pytest.raises(ValueError):
-        GPR(**kwargs)
+        configured(GPR, **kwargs)
+
+
+def test_threads_is_the_deprecated_spelling_of_threads_per_block():
+    with pytest.warns(FutureWarning, match=r"^algorithm\.threads is deprecated; use algorithm\.threads_per_block$"):
+        solver = configured(GPR, threads=256)
+    assert solver.params["threads_per_block"] == 256 and "threads" not in solver.params
 
 
 def test_host_loop_defaults():
     """persistent: false keeps the host loop's defaults (the paper's kernels, warp scan,
     256 threads), which earlier benchmark runs measured."""
-    params = GPR(persistent=False).params
-    assert (params["scan"], params["threads"], params["persistent"]) == ("warp", 256, False)
+    params = configured(GPR, persistent=False, scan=None).params
+    assert (params["scan"], params["threads_per_block"], params["persistent"]) == ("warp", 256, False)
     assert (params["relabel_stop"], params["local_max"]) == ("full", 0)
-    assert GPR(persistent=False, scan="thread").params["scan"] == "thread"
+    assert configured(GPR, persistent=False, scan="thread").params["scan"] == "thread"
 
 
 def test_constructor_does_not_import_cupy():
@@ -225,7 +236,8 @@ def test_constructor_does_not_import_cupy():
     import sys
 
     code = (
-        "import sys; from matchbench.families.mcm.gpr import GPR; GPR(); "
+        "import sys; from matchbench.core.params import configured; "
+        "from matchbench.families.mcm.gpr import GPR; configured(GPR); "
         "assert 'cupy' not in sys.modules, 'cupy imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -234,12 +246,12 @@ def test_constructor_does_not_import_cupy():
 # -- kernel emulation ----------------------------------------------------------------------
 
 SEQ, LOOP, GUARD, BGUARD, LEVEL, LEN = (
-    gpr._CTL_SEQ,
-    gpr._CTL_LOOP,
-    gpr._CTL_GUARD,
-    gpr._CTL_BGUARD,
-    gpr._CTL_LEVEL,
-    gpr._CTL_LEN,
+    gpr_loop.CTL_SEQ,
+    gpr_loop.CTL_LOOP,
+    gpr_loop.CTL_GUARD,
+    gpr_loop.CTL_BGUARD,
+    gpr_loop.CTL_LEVEL,
+    gpr_loop.CTL_LEN,
 )
 
 
@@ -489,11 +501,11 @@ class EmulatedDevice:
 
     xp = np
 
-    def __init__(self, ring, rng, mode="plain", threads=32, max_blocks=4):
+    def __init__(self, ring, rng, mode="plain", threads_per_block=32, max_blocks=4):
         self.ring = ring
         self.rng = rng
         self.mode = mode
-        self.threads = threads
+        self.threads_per_block = threads_per_block
         self.max_blocks = max_blocks
         self.graphs = {}
         self._recording = None
@@ -531,7 +543,7 @@ class EmulatedDevice:
                 live[i] = live[-1]
                 live.pop()
         if self.publish is not None and self.found:
-            self.ring[self.publish & (gpr.RING_SIZE - 1)] = self.publish
+            self.ring[self.publish & (gpr_loop.RING_SIZE - 1)] = self.publish
 
     def batch(self, key, enqueue):
         if self.mode == "plain":
@@ -572,7 +584,7 @@ def emulate(graph, init, variant, strategy, k, seed, mode="plain", scan="thread"
     lists = [np.full(max(n, 1), -1, dtype=idx) for _ in range(2)]
     for lst in lists:
         lst[: unmatched.size] = unmatched
-    ctl = np.zeros(gpr._CTL_SIZE, dtype=np.int32)
+    ctl = np.zeros(gpr_loop.CTL_SIZE, dtype=np.int32)
     ctl[[GUARD, BGUARD]] = -1
     ctl[LEN] = unmatched.size
     arrays = {
@@ -584,7 +596,7 @@ def emulate(graph, init, variant, strategy, k, seed, mode="plain", scan="thread"
         "psi": np.zeros(m + n, dtype=idx),
         "ia": np.full(max(n, 1), -1, dtype=np.int32),
         "lists": lists,
-        "ring": np.full(gpr.RING_SIZE + 1, -1, dtype=np.int32),
+        "ring": np.full(gpr_loop.RING_SIZE + 1, -1, dtype=np.int32),
         "ctl": ctl,
     }
     dev = EmulatedDevice(arrays["ring"], np.random.default_rng(seed), mode=mode)
@@ -668,9 +680,9 @@ def test_emulated_gpr_every_configuration(case):
 def test_emulated_shrink_path_and_ring_wrap(monkeypatch):
     """Lists of >= 512 columns (so the shrink runs), a small ring so stamps wrap, small
     batches so BFS and push batches chain, and graph replay."""
-    monkeypatch.setattr(gpr, "RING_SIZE", 64)
-    monkeypatch.setattr(gpr, "PUSH_BATCH", 8)
-    monkeypatch.setattr(gpr, "BFS_BATCH", 16)
+    monkeypatch.setattr(gpr_loop, "RING_SIZE", 64)
+    monkeypatch.setattr(gpr_loop, "PUSH_BATCH", 8)
+    monkeypatch.setattr(gpr_loop, "BFS_BATCH", 16)
     rng = np.random.default_rng(7)
     n = 700
     # A union of long paths with an empty initial matching: >= 512 active columns,

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 from hydra.utils import instantiate
 
+from matchbench.core.params import config_defaults, configured
 from matchbench.families.mcm.auto import MCMAuto, choose
 from matchbench.families.mcm.cheap import CheapCPU, cheap_matching
 from matchbench.families.mcm.init_gpu import CheapGPU
@@ -21,7 +22,8 @@ from matchbench.runner.plan import build_plan, task_id
 from matchbench.runner.task import e2e_seconds
 
 CHEAP_CPU = {"_target_": "matchbench.families.mcm.cheap.CheapCPU"}
-CHEAP_GPU = {"_target_": "matchbench.families.mcm.init_gpu.CheapGPU", "rule": "ks", "local": 32, "rounds": 8, "long_min": 64, "threads": 256}
+CHEAP_GPU = {"_target_": "matchbench.families.mcm.init_gpu.CheapGPU", "rule": "ks", "local": 32, "rounds": 8, "long_min": 64,
+             "threads_per_block": 256}
 SMOKE = {"_target_": "matchbench.families.mcm.datasets.smoke", "name": "grid2d_6", "rcp": False}
 LAP = {"_target_": "matchbench.families.lap.datasets.uniform", "n": 8, "seed": 1, "rcp": False}
 
@@ -34,7 +36,8 @@ def _cfg(algorithm: str, dataset=SMOKE, init=CHEAP_CPU, **extra):
         "mcm_gpu": "matchbench.families.mcm.auto.MCMAuto",
         "scipy_lsa": "matchbench.families.lap.refs.ScipyLSA",
     }
-    cfg = {"algorithm": {"_target_": targets[algorithm]}, "dataset": dataset,
+    # the algorithm section as `algorithm=NAME` composes it: the YAML's options and values
+    cfg = {"algorithm": config_defaults("algorithm", algorithm) | {"_target_": targets[algorithm]}, "dataset": dataset,
            "gpu": {"repetitions": 2, "warmup": 1}, "run": {}, **extra}
     if init is not None:
         cfg["init"] = init
@@ -49,7 +52,7 @@ def test_targets_of_this_file_exist():
     for name in ("hk", "apfb", "gpr", "mcm_gpu", "scipy_lsa"):
         target = yaml.safe_load(open(f"conf/algorithm/{name}.yaml"))["_target_"]
         assert _cfg(name)["algorithm"]["_target_"] == target
-        assert describe_solver({"_target_": target})["algorithm"] == name
+        assert describe_solver(_cfg(name)["algorithm"])["algorithm"] == name
 
 
 @pytest.mark.parametrize("name", ["cheap_cpu", "cheap_gpu"])
@@ -61,19 +64,28 @@ def test_init_yaml_instantiates(name):
 
 
 def test_labels_name_the_changed_parameters():
-    assert CheapGPU().label() == "cheap_gpu"
-    assert CheapGPU(rule="greedy").label() == "cheap_gpu(rule=greedy)"
-    assert CheapGPU(long_min=0, threads=128).label() == "cheap_gpu(long_min=0,threads=128)"
+    assert configured(CheapGPU).label() == "cheap_gpu"
+    assert configured(CheapGPU, rule="greedy").label() == "cheap_gpu(rule=greedy)"
+    label = configured(CheapGPU, long_min=0, threads_per_block=128).label()
+    assert label == "cheap_gpu(long_min=0,threads_per_block=128)"
+
+
+def test_threads_is_the_deprecated_spelling_of_the_init_block_size():
+    with pytest.warns(FutureWarning, match=r"^init\.threads is deprecated; use init\.threads_per_block$"):
+        init = configured(CheapGPU, threads=128)
+    assert init.params["threads_per_block"] == 128 and "threads" not in init.params
 
 
 @pytest.mark.parametrize(
     "kwargs, match",
     [({"rule": "mindegree"}, "rule"), ({"long_min": -1}, "long_min"),
-     ({"threads": 100}, "threads"), ({"threads": True}, "threads")],
+     ({"threads_per_block": 100}, "threads_per_block"), ({"threads_per_block": True}, "threads_per_block"),
+     ({"threads": 100}, "threads_per_block")],
 )
+@pytest.mark.filterwarnings("ignore:init.threads is deprecated:FutureWarning")
 def test_cheap_gpu_rejects_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        CheapGPU(**kwargs)
+        configured(CheapGPU, **kwargs)
 
 
 def test_cheap_cpu_is_the_cheap_matching():
@@ -87,7 +99,7 @@ def test_cheap_cpu_is_the_cheap_matching():
 
 def test_cheap_gpu_is_not_called_on_the_host():
     with pytest.raises(NotImplementedError, match="inside the solver"):
-        CheapGPU()(object())
+        configured(CheapGPU)(object())
 
 
 # -- plan -------------------------------------------------------------------------------
@@ -122,11 +134,11 @@ def test_other_families_ignore_the_init_section():
     b = build_plan(_cfg("scipy_lsa", dataset=LAP, init=CHEAP_GPU)).tasks[0]
     c = build_plan(_cfg("scipy_lsa", dataset=LAP, init=None)).tasks[0]
     assert a["task_id"] == b["task_id"] == c["task_id"]  # a sweep over init runs them once
-    assert a["init_cfg"] is None and "init" not in a
+    assert a.init_cfg is None and a.init is None
 
 
 def test_bad_init_config_is_an_error_row():
-    plan = build_plan(_cfg("apfb", init={"_target_": "matchbench.families.mcm.init_gpu.CheapGPU", "rule": "x"}))
+    plan = build_plan(_cfg("apfb", init=dict(CHEAP_GPU, rule="x")))
     (row,) = plan.error_rows
     assert row["status"] == "error" and "init config" in row["error"] and "rule" in row["error"]
 
@@ -235,7 +247,7 @@ def test_rule_reads_skew_then_order_then_deficiency():
 )
 def test_selector_rejects_bad_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        MCMAuto(**kwargs)
+        configured(MCMAuto, **kwargs)
 
 
 def test_selector_yaml_and_variant():

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from test_apfb_gpu import N_BASE, _hub_graph, _make_graph
 
+from matchbench.core.params import config_defaults, configured
 from matchbench.families.mcm.apfb import APFB, APsB
 from matchbench.families.mcm.auto import MCMAuto
 from matchbench.families.mcm.cheap import cheap_matching
@@ -24,12 +25,12 @@ from matchbench.graphs.bipartite import BipartiteGraph, Matching
 pytestmark = pytest.mark.gpu
 
 INITS = [
-    CheapGPU(),
-    CheapGPU(rule="greedy", local=0, rounds=0, long_min=0),
-    CheapGPU(rule="greedy", local=3, rounds=2, long_min=4),
-    CheapGPU(rule="ks", local=0, rounds=8, long_min=4),
-    CheapGPU(rule="ks", local=7, rounds=0, long_min=0),
-    CheapGPU(rule="greedy", local=32, rounds=1, long_min=64),
+    configured(CheapGPU),
+    configured(CheapGPU, rule="greedy", local=0, rounds=0, long_min=0),
+    configured(CheapGPU, rule="greedy", local=3, rounds=2, long_min=4),
+    configured(CheapGPU, rule="ks", local=0, rounds=8, long_min=4),
+    configured(CheapGPU, rule="ks", local=7, rounds=0, long_min=0),
+    configured(CheapGPU, rule="greedy", local=32, rounds=1, long_min=64),
 ]
 
 
@@ -97,19 +98,19 @@ def test_karp_sipser_round_matches_degree_one_vertices():
     rows = np.array(list(range(10)) + [9])
     cols = np.array([0] * 10 + [1])
     g = BipartiteGraph.from_coo(rows, cols, 10, 2)
-    m, card = _device_matching(CheapGPU(rule="ks"), g)
+    m, card = _device_matching(configured(CheapGPU, rule="ks"), g)
     assert card == 2 and m.col_match[1] == 9  # the pendant column keeps its only row
     assert MCM().verify(g, m).verified
 
 
 SOLVERS = [
-    ("apfb", lambda: APFB()),
-    ("apsb", lambda: APsB()),
-    ("apfb-scan-level", lambda: APFB(frontier="scan", sync="level")),
-    ("gpr", lambda: GPR()),
-    ("gpr-first", lambda: GPR(variant="first")),
-    ("gpr-hostloop", lambda: GPR(persistent=False)),
-    ("mcm_gpu", lambda: MCMAuto()),
+    ("apfb", lambda: configured(APFB)),
+    ("apsb", lambda: configured(APsB)),
+    ("apfb-scan-level", lambda: configured(APFB, frontier="scan", sync="level")),
+    ("gpr", lambda: configured(GPR)),
+    ("gpr-first", lambda: configured(GPR, variant="first")),
+    ("gpr-hostloop", lambda: configured(GPR, persistent=False, scan=None)),
+    ("mcm_gpu", lambda: configured(MCMAuto)),
 ]
 
 
@@ -153,11 +154,11 @@ def test_int64_indices(graphs):
             *(a.astype(np.int64) for a in (g.row_ptr, g.row_ind, g.col_ptr, g.col_ind)),
             name=g.name + "_i64",
         )
-        m, card = _device_matching(CheapGPU(long_min=4), g64)
+        m, card = _device_matching(configured(CheapGPU, long_min=4), g64)
         assert _maximal_failure(g64, m) is None and card == m.cardinality
         for make in (APFB, GPR, MCMAuto):
-            solver = make()
-            solver.prepare(g64, CheapGPU())
+            solver = configured(make)
+            solver.prepare(g64, configured(CheapGPU))
             solver.run()
             res = solver.result()
             assert res.col_match.dtype == np.int64
@@ -171,8 +172,8 @@ def test_selector_records_its_choice_and_statistics():
     mesh = generators.delaunay(12, seed=3).permuted(seed=0)
     picks = {}
     for g in (kron, mesh):
-        s = MCMAuto()
-        s.prepare(g, CheapGPU())
+        s = configured(MCMAuto)
+        s.prepare(g, configured(CheapGPU))
         s.run()
         assert MCM().verify(g, s.result()).verified
         c = s.counters()
@@ -188,9 +189,10 @@ def test_pipeline_rows_carry_the_device_init(tmp_path):
     from matchbench.runner.task import execute_task
 
     cfg = {
-        "algorithm": {"_target_": "matchbench.families.mcm.gpr.GPR"},
+        "algorithm": config_defaults("algorithm", "gpr") | {"_target_": "matchbench.families.mcm.gpr.GPR"},
         "dataset": {"_target_": "matchbench.families.mcm.datasets.delaunay", "scale": 10, "seed": 1, "rcp": True},
-        "init": {"_target_": "matchbench.families.mcm.init_gpu.CheapGPU", "rule": "greedy"},
+        "init": config_defaults("init", "cheap_gpu")
+        | {"_target_": "matchbench.families.mcm.init_gpu.CheapGPU", "rule": "greedy"},
         "gpu": {"repetitions": 2, "warmup": 1},
         "run": {"verify": True},
     }
@@ -212,10 +214,10 @@ def test_a_matching_already_on_the_device_is_taken_as_it_is():
     start = cheap_matching(g)
     for make in (APFB, APsB, GPR, MCMAuto):
         dm = DeviceMatching(cp.asarray(start.row_match), cp.asarray(start.col_match))
-        solver = make()
+        solver = configured(make)
         solver.prepare(g, dm)
         solver.run()
         assert MCM().verify(g, solver.result()).verified
         assert solver.counters()["init_objective"] == start.cardinality
     with pytest.raises(ValueError, match="shapes"):
-        GPR().prepare(g, DeviceMatching(cp.zeros(1, dtype=g.col_ind.dtype), cp.zeros(1, dtype=g.col_ind.dtype)))
+        configured(GPR).prepare(g, DeviceMatching(cp.zeros(1, dtype=g.col_ind.dtype), cp.zeros(1, dtype=g.col_ind.dtype)))

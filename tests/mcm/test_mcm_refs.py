@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
+from matchbench.core.params import configured
 from matchbench.families.mcm.cheap import cheap_matching
 from matchbench.families.mcm.problem import MCM
 from matchbench.families.mcm.ref_numba import PushRelabel
@@ -100,7 +101,7 @@ def test_solvers_reach_maximum(solvers, g_init):
 @given(graphs_with_init(), st.sampled_from([0.0, 0.01, 0.5, 3.0]))
 def test_push_relabel_relabel_frequency(g_init, k):
     g, init = g_init
-    s = PushRelabel(k=k)
+    s = configured(PushRelabel, k=k)
     s.prepare(g, init)
     s.run()
     v = MCM().verify(g, s.result())

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import matchbench.families.mwpm.problem as mw
+from matchbench.core.params import configured
 from matchbench.core.problem import get_problem
 from matchbench.families.mwpm.datasets import (
     complete_exponential,
@@ -69,7 +70,7 @@ def small_graphs(draw):
 
 
 def _converged(g: CompleteGraph, threshold: float = 0.0) -> PerfectMatching:
-    s = Roma(max_phases=1000, threshold=threshold, seed=1)
+    s = configured(Roma, max_phases=1000, threshold=threshold, seed=1)
     s.prepare(g, None)
     s.run()
     ans = s.result()

@@ -12,6 +12,7 @@ from hydra.utils import instantiate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from matchbench.core.params import configured
 from matchbench.families.mwpm.datasets import (
     complete_exponential,
     complete_geometric,
@@ -44,7 +45,7 @@ GENERATORS = [complete_uniform, complete_exponential, complete_geometric]
 
 
 def _run(g: CompleteGraph, init=None, **params) -> tuple[PerfectMatching, dict]:
-    s = Roma(**params)
+    s = configured(Roma, **params)
     s.prepare(g, init)
     s.run()
     return s.result(), s.counters()
@@ -204,7 +205,7 @@ def test_stopped_before_convergence_claims_nothing_and_is_still_verified():
 
 def test_repetitions_replay_the_same_phases_and_seeds_differ():
     g = complete_uniform(100, seed=3)
-    s = Roma(seed=5)
+    s = configured(Roma, seed=5)
     runs = []
     for _ in range(2):
         s.prepare(g, None)
@@ -218,7 +219,7 @@ def test_repetitions_replay_the_same_phases_and_seeds_differ():
 
 def test_counters_and_timings_are_json_data():
     g = complete_uniform(64, seed=0)
-    s = Roma()
+    s = configured(Roma)
     s.prepare(g, None)
     s.run()
     c, t = s.counters(), s.timings()
@@ -242,14 +243,14 @@ def test_counters_and_timings_are_json_data():
 )
 def test_bad_parameters_are_named(kwargs, match):
     with pytest.raises(ValueError, match=f"roma: {match}"):
-        Roma(**kwargs)
+        configured(Roma, **kwargs)
 
 
 def test_run_before_prepare_and_wrong_initial_matching():
     with pytest.raises(RuntimeError, match="before prepare"):
-        Roma().run()
+        configured(Roma).run()
     with pytest.raises(ValueError, match=r"initial matching has shape \(4,\), expected \(6,\)"):
-        Roma().prepare(complete_uniform(6, seed=0), PerfectMatching(neighbour_matching(4)))
+        configured(Roma).prepare(complete_uniform(6, seed=0), PerfectMatching(neighbour_matching(4)))
 
 
 # -- quality --------------------------------------------------------------------------------
@@ -362,9 +363,9 @@ def test_init_yaml_instantiates(name, cls, label):
 
 
 def test_shuffled_seed_is_in_the_label_and_checked():
-    assert ShuffledInit(seed=3).label() == "mwpm_shuffled(seed=3)"
+    assert configured(ShuffledInit, seed=3).label() == "mwpm_shuffled(seed=3)"
     with pytest.raises(ValueError, match="mwpm_shuffled: seed"):
-        ShuffledInit(seed=-2)
+        configured(ShuffledInit, seed=-2)
 
 
 def test_roma_yaml_is_the_default_solver():

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from matchbench.core.params import configured
 from matchbench.families.mwpm.datasets import (
     complete_exponential,
     complete_geometric,
@@ -96,7 +97,7 @@ def test_random_instances_are_valid_monotone_and_locally_optimal(graphs, cls, kw
         w_max = float(g.weight.max())
         for k in range(4):
             threshold = 0.0 if (k + seed) % 2 else 1e-5
-            s = cls(max_phases=64, threshold=threshold, threads_per_block=tpb, **kw)
+            s = configured(cls, max_phases=64, threshold=threshold, threads_per_block=tpb, **kw)
             start = _init(g, k + seed)
             improvable = best_flip(g, start, threshold, device="cpu")["gain"] > threshold
             s.prepare(g, start)
@@ -118,13 +119,13 @@ def test_converged_answers_are_close_to_sequential_roma(gen):
     (all three are local optima of the same neighbourhood; not the same one)."""
     for n in (512, 1024, 2000):
         g = gen(n, seed=n)
-        ref = Roma(max_phases=200, threshold=1e-5)
+        ref = configured(Roma, max_phases=200, threshold=1e-5)
         ref.prepare(g)
         ref.run()
         assert ref.counters()["converged"]
         w_ref = ref.counters()["weight"]
         for cls, kw in VARIANTS:
-            s = cls(max_phases=200, **kw)
+            s = configured(cls, max_phases=200, **kw)
             s.prepare(g)
             s.run()
             c = s.counters()
@@ -135,12 +136,12 @@ def test_converged_answers_are_close_to_sequential_roma(gen):
 
 def test_zero_phases_and_repeated_runs():
     g = complete_uniform(301, seed=1)
-    s = Roma2GPU(max_phases=0)
+    s = configured(Roma2GPU, max_phases=0)
     s.prepare(g)
     s.run()
     assert np.array_equal(s.result().mate, neighbour_matching(g.n))
     assert s.counters()["phases"] == 0 and not s.result().converged
-    s = Roma2GPU(max_phases=100)
+    s = configured(Roma2GPU, max_phases=100)
     weights = []
     for _ in range(3):  # prepare resets M and the locks; the matrix stays resident
         s.prepare(g)
@@ -179,7 +180,7 @@ def test_64bit_offsets():
     g = complete_uniform(46342, seed=3)
     assert g.n * g.n > 2**31
     for cls in (Roma2GPU, Roma1GPU):
-        s = cls(max_phases=1)
+        s = configured(cls, max_phases=1)
         s.prepare(g)
         s.run()
         c = s.counters()

@@ -10,6 +10,7 @@ import pytest
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
+from matchbench.core.params import configured
 from matchbench.families.mwpm.datasets import complete_uniform
 from matchbench.families.mwpm.init import shuffled_matching
 from matchbench.families.mwpm.problem import GPU_CHECK_MIN_N, best_flip
@@ -35,7 +36,7 @@ CONF = Path(__file__).resolve().parents[2] / "conf" / "algorithm"
 )
 def test_rejects_bad_parameters_naming_the_solver(cls, kw, match):
     with pytest.raises(ValueError, match=match) as err:
-        cls(**kw)
+        configured(cls, **kw)
     assert cls.name in str(err.value)
 
 
@@ -51,24 +52,24 @@ def test_configs_instantiate_with_the_thesis_settings(name, cls):
 
 
 def test_on_fail_is_a_roma2_choice():
-    assert Roma2GPU(on_fail="rescan").params["on_fail"] == "rescan"
+    assert configured(Roma2GPU, on_fail="rescan").params["on_fail"] == "rescan"
     for bad in ("retry", None, True):
         with pytest.raises(ValueError, match="roma2_gpu: on_fail must be one of 'wait', 'rescan'"):
-            Roma2GPU(on_fail=bad)
+            configured(Roma2GPU, on_fail=bad)
     with pytest.raises(ValueError, match="roma1_gpu: on_fail must be one of 'wait'"):
-        Roma1GPU(on_fail="rescan")
-    assert "on_fail" not in Roma1GPU().params
+        configured(Roma1GPU, on_fail="rescan")
+    assert "on_fail" not in configured(Roma1GPU).params
 
 
 def test_grids_one_block_per_vertex_or_one_thread_per_vertex():
-    assert Roma2GPU(threads_per_block=256)._grid(1000) == (1000, 256)
-    assert Roma1GPU(threads_per_block=256)._grid(1000) == (4, 256)
-    assert Roma1GPU(threads_per_block=1024)._grid(131072) == (128, 1024)
+    assert configured(Roma2GPU, threads_per_block=256)._grid(1000) == (1000, 256)
+    assert configured(Roma1GPU, threads_per_block=256)._grid(1000) == (4, 256)
+    assert configured(Roma1GPU, threads_per_block=1024)._grid(131072) == (128, 1024)
 
 
 @pytest.mark.parametrize("cls", [Roma1GPU, Roma2GPU])
 def test_life_cycle_errors_before_prepare(cls):
-    s = cls()
+    s = configured(cls)
     with pytest.raises(RuntimeError, match="before prepare"):
         s.run()
     with pytest.raises(RuntimeError, match="before run"):
@@ -78,7 +79,7 @@ def test_life_cycle_errors_before_prepare(cls):
 
 def test_skip_names_a_reason_or_estimates_the_matrix():
     g = complete_uniform(64, seed=1)
-    s = Roma2GPU()
+    s = configured(Roma2GPU)
     assert s.estimate_bytes(g) >= 4 * 64 * 64
     skip, reason = s.skip(g)
     if skip:  # only for want of a device: this instance needs 17 KiB

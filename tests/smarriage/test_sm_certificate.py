@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from matchbench.core.params import configured
 from matchbench.families.smarriage.problem import SM, Preferences, SMatching
 from matchbench.families.smarriage.refs import GaleShapley
 
@@ -160,7 +161,7 @@ def test_the_proposal_count_is_what_the_answer_implies(make, seed):
     inst = make(40, seed)
     counts = set()
     for cls in (GaleShapley, McVitieWilson, ParallelGaleShapley, ParallelMcVitieWilson):
-        s = cls()
+        s = configured(cls)
         s.prepare(inst)
         s.run()
         got = s.result()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from matchbench.core.params import configured
 from matchbench.families.smarriage.mw_gpu import MWGPU
 from matchbench.families.smarriage.problem import SM, Preferences
 from matchbench.families.smarriage.refs import GaleShapley
@@ -77,7 +78,7 @@ def _as_int64(p: Preferences) -> Preferences:
 
 @pytest.mark.parametrize("tpb", [32, 256, 1024])
 def test_mw_gpu_is_gale_shapley(tpb, instances):
-    s = MWGPU(threads_per_block=tpb)
+    s = configured(MWGPU, threads_per_block=tpb)
     bad = []
     for p, want in instances:
         s.prepare(p)
@@ -96,7 +97,7 @@ def test_master_lists_through_the_lists_protocol(instances):
     """master_kernel="lists": the hard instances through smarriage_mw's nxt hand-over."""
     bad = []
     for tpb in (32, 1024):
-        s = MWGPU(threads_per_block=tpb, master_kernel="lists")
+        s = configured(MWGPU, threads_per_block=tpb, master_kernel="lists")
         for p, want in instances:
             if not p.master:
                 continue
@@ -113,7 +114,7 @@ def test_many_master_instances():
     """The master fast path on 100 more hard instances, n from 1 to 3000 (warps that go on
     with displaced men across chunk boundaries, many warps per woman)."""
     rng = np.random.default_rng(17)
-    s = MWGPU(threads_per_block=int(rng.choice([32, 128, 1024])))
+    s = configured(MWGPU, threads_per_block=int(rng.choice([32, 128, 1024])))
     bad = []
     for k in range(100):
         n = int(rng.integers(1, 3000)) if k % 10 else int(rng.integers(1, 70))
@@ -130,7 +131,7 @@ def test_many_master_instances():
 
 
 def test_int64_indices(instances):
-    s = MWGPU()
+    s = configured(MWGPU)
     bad = []
     for p, want in instances[::6]:
         q = _as_int64(p)
@@ -143,7 +144,7 @@ def test_int64_indices(instances):
 
 def test_repeated_runs_and_counters(instances):
     p, want = next((p, w) for p, w in instances if p.name == "hard1000")
-    s = MWGPU()
+    s = configured(MWGPU)
     s.prepare(p)
     for _ in range(3):
         s.run()

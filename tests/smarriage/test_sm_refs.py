@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from matchbench.core.params import configured
 from matchbench.families.smarriage.problem import SM, Preferences
 from matchbench.families.smarriage.refs import (
     GaleShapley,
@@ -43,7 +44,7 @@ POOL = numba.config.NUMBA_NUM_THREADS
 
 
 def solve(cls, inst: Preferences, **params):
-    s = cls(**params)
+    s = configured(cls, **params)
     skip, reason = s.skip(inst)
     assert not skip, reason
     s.prepare(inst)
@@ -264,10 +265,10 @@ def test_master_equals_the_same_lists_written_out(n):
 def test_threads_validation(cls):
     for bad in (0, -1, -4, 1.5, True, "2", "all"):
         with pytest.raises(ValueError, match="threads"):
-            cls(threads=bad)
-    assert cls(threads=np.int64(2)).threads == 2
-    assert cls().threads is None and cls().variant() == "threads=None"
-    assert cls(threads=3).variant() == "threads=3"
+            configured(cls, threads=bad)
+    assert configured(cls, threads=np.int64(2)).threads == 2
+    assert configured(cls).threads is None and configured(cls).variant() == "threads=None"
+    assert configured(cls, threads=3).variant() == "threads=3"
 
 
 @pytest.mark.parametrize("cls", PARALLEL)
@@ -279,7 +280,7 @@ def test_threads_counter_and_pool_limit(cls):
     assert numba.get_num_threads() == before  # restored after the solve
     _, c = solve(cls, inst)
     assert 1 <= c["threads"] <= POOL
-    skip, reason = cls(threads=POOL + 1).skip(inst)
+    skip, reason = configured(cls, threads=POOL + 1).skip(inst)
     assert skip and "threads" in reason
 
 
@@ -292,7 +293,7 @@ def test_counters_and_life_cycle():
         (ParallelGaleShapley, {"threads", "rounds"}),
         (ParallelMcVitieWilson, {"threads"}),
     ):
-        s = cls()
+        s = configured(cls)
         assert s.name in SM_CONFS and s.problem == "smarriage" and s.device == "cpu"
         assert not s.skip(inst)[0]
         with pytest.raises(RuntimeError, match="before"):

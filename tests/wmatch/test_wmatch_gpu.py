@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from matchbench.core.params import configured
 from matchbench.families.wmatch.problem import WeightedGraph, WMatch
 from matchbench.families.wmatch.refs import Greedy
 from matchbench.families.wmatch.suitor_gpu import (
@@ -122,21 +123,21 @@ def test_instance_set_is_varied(graphs):
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize(("tpb", "vpw"), GRID, ids=[f"tpb{t}-vpw{v}" for t, v in GRID])
 def test_suitor_gpu_is_greedy(variant, tpb, vpw, graphs):
-    _check(SuitorGPU(variant=variant, threads_per_block=tpb, vertices_per_warp=vpw), graphs)
+    _check(configured(SuitorGPU, variant=variant, threads_per_block=tpb, vertices_per_warp=vpw), graphs)
 
 
 @pytest.mark.parametrize("variant", ["synclb", "hybrid"])
 @pytest.mark.parametrize("k", [0, 1, 64])
 def test_load_balancing_lengths(variant, k, graphs):
     _check(
-        SuitorGPU(variant=variant, threads_per_block=256, vertices_per_warp=64, lb_iterations=k),
+        configured(SuitorGPU, variant=variant, threads_per_block=256, vertices_per_warp=64, lb_iterations=k),
         graphs,
     )
 
 
 @pytest.mark.parametrize("tpb", [32, 256])
 def test_ld_gpu_is_greedy(tpb, graphs):
-    _check(LDGPU(threads_per_block=tpb), graphs)
+    _check(configured(LDGPU, threads_per_block=tpb), graphs)
 
 
 def _greedy_pairs(g: WeightedGraph) -> set[tuple[int, int]]:
@@ -161,7 +162,7 @@ def capacitated(graphs):
 
 @pytest.mark.parametrize("tpb", [32, 128, 1024])
 def test_bsuitor_gpu_is_greedy_b_matching(tpb, capacitated):
-    s = BSuitorGPU(threads_per_block=tpb)
+    s = configured(BSuitorGPU, threads_per_block=tpb)
     bad = []
     for g, want in capacitated:
         s.prepare(g)
@@ -180,7 +181,7 @@ def test_bsuitor_gpu_is_greedy_b_matching(tpb, capacitated):
 
 @pytest.mark.parametrize("tpb", [32, 256])
 def test_bsuitor_gpu_with_b_one_is_suitor(tpb, graphs):
-    _check(BSuitorGPU(threads_per_block=tpb), graphs)
+    _check(configured(BSuitorGPU, threads_per_block=tpb), graphs)
 
 
 def test_device_ranks_equal_host_ranks(graphs):
@@ -216,14 +217,14 @@ def _as_int64(g: WeightedGraph) -> WeightedGraph:
 def test_int64_indices(graphs):
     wide = [(_as_int64(g), want) for g, want in graphs[::5]]
     for variant in VARIANTS:
-        _check(SuitorGPU(variant=variant, threads_per_block=128, vertices_per_warp=8), wide)
-    _check(LDGPU(), wide)
-    _check(BSuitorGPU(), wide)
+        _check(configured(SuitorGPU, variant=variant, threads_per_block=128, vertices_per_warp=8), wide)
+    _check(configured(LDGPU), wide)
+    _check(configured(BSuitorGPU), wide)
 
 
 def test_bsuitor_gpu_int64_with_capacities(capacitated):
     bad = []
-    s = BSuitorGPU()
+    s = configured(BSuitorGPU)
     for g, want in capacitated[::7]:
         g64 = WeightedGraph(g.n, g.ptr, g.ind, g.weight, b=g.b, name=g.name + "_i64")
         g64.ptr, g64.ind = g.ptr.astype(np.int64), g.ind.astype(np.int64)
@@ -238,7 +239,7 @@ def test_bsuitor_gpu_int64_with_capacities(capacitated):
 
 def test_repeated_runs_and_counters(graphs):
     g, want = graphs[-3]  # a large graph
-    s = SuitorGPU(variant="synclb", threads_per_block=256, vertices_per_warp=64)
+    s = configured(SuitorGPU, variant="synclb", threads_per_block=256, vertices_per_warp=64)
     s.prepare(g)
     for _ in range(3):
         s.run()
@@ -248,7 +249,7 @@ def test_repeated_runs_and_counters(graphs):
     assert c["host_syncs"] == 0 and c["kernel_launches"] == 4
     t = s.timings()
     assert t["solve"] > 0 and t["transfer"] >= 0 and t["init"] > 0  # init: the edge ranks
-    ld = LDGPU()
+    ld = configured(LDGPU)
     ld.prepare(g)
     ld.run()
     c = ld.counters()

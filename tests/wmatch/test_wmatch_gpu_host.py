@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
+from matchbench.core.params import configured
 from matchbench.families.wmatch.problem import WeightedGraph, edge_order
 from matchbench.families.wmatch.refs import Greedy
 from matchbench.families.wmatch.suitor_gpu import (
@@ -52,27 +53,27 @@ CONF = Path(__file__).resolve().parents[2] / "conf" / "algorithm"
 )
 def test_suitor_gpu_rejects_bad_parameters(kwargs):
     with pytest.raises(ValueError) as err:
-        SuitorGPU(**kwargs)
+        configured(SuitorGPU, **kwargs)
     assert next(iter(kwargs)) in str(err.value)
 
 
 def test_unknown_variant_lists_the_supported_ones():
     with pytest.raises(ValueError, match="nosync.*syncnolb.*synclb.*hybrid"):
-        SuitorGPU(variant="persistent")
+        configured(SuitorGPU, variant="persistent")
 
 
 @pytest.mark.parametrize("cls", [LDGPU, BSuitorGPU])
 @pytest.mark.parametrize("tpb", [0, 31, 48, 2048, None])
 def test_ld_and_bsuitor_gpu_reject_bad_parameters(cls, tpb):
     with pytest.raises(ValueError, match="threads_per_block"):
-        cls(threads_per_block=tpb)
+        configured(cls, threads_per_block=tpb)
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 @pytest.mark.parametrize("tpb", THREADS_PER_BLOCK)
 @pytest.mark.parametrize("vpw", VERTICES_PER_WARP)
 def test_whole_grid_is_accepted_and_fits_shared_memory(variant, tpb, vpw):
-    s = SuitorGPU(variant=variant, threads_per_block=tpb, vertices_per_warp=vpw)
+    s = configured(SuitorGPU, variant=variant, threads_per_block=tpb, vertices_per_warp=vpw)
     assert (
         s.variant()
         == f"lb_iterations=4,threads_per_block={tpb},variant={variant},vertices_per_warp={vpw}"
@@ -106,23 +107,23 @@ def test_yaml_overrides_reach_the_solver():
 @pytest.mark.parametrize("cls", [SuitorGPU, LDGPU])
 def test_skips_b_matching_and_missing_gpu(cls):
     g = WeightedGraph.from_edges([0, 1], [1, 2], [1.0, 1.0], 3, b=[2, 1, 1], name="cap")
-    skip, reason = cls().skip(g)
+    skip, reason = configured(cls).skip(g)
     assert skip and "b = 1" in reason
     g1 = WeightedGraph.from_edges([0, 1], [1, 2], [1.0, 1.0], 3, name="plain")
-    skip, reason = cls().skip(g1)
+    skip, reason = configured(cls).skip(g1)
     assert not skip or "GPU" in reason or "CUDA" in reason
 
 
 def test_bsuitor_gpu_takes_capacities():
     g = WeightedGraph.from_edges([0, 1], [1, 2], [1.0, 1.0], 3, b=[2, 1, 1], name="cap")
-    skip, reason = BSuitorGPU().skip(g)
+    skip, reason = configured(BSuitorGPU).skip(g)
     if skip:  # only for want of a device, never for the capacities
         assert "CUDA device" in reason, reason
 
 
 @pytest.mark.parametrize("cls", [SuitorGPU, LDGPU, BSuitorGPU])
 def test_life_cycle_errors_before_prepare(cls):
-    s = cls()
+    s = configured(cls)
     with pytest.raises(RuntimeError, match="before prepare"):
         s.run()
     assert s.counters() == {}

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from matchbench.core.params import configured
 from matchbench.families.wmatch import datasets as W
 from matchbench.families.wmatch.problem import EXACT_MAX_VERTICES, WeightedGraph, WMatch, WMatching
 from matchbench.families.wmatch.refs import (
@@ -44,7 +45,7 @@ def _have_networkit() -> bool:
 
 
 def solve(cls, g, **params):
-    s = cls(**params)
+    s = configured(cls, **params)
     skip, reason = s.skip(g)
     if skip:
         return None, reason
@@ -145,10 +146,10 @@ def test_references_agree_on_generated_graphs(g):
 @pytest.mark.parametrize("cls", [LocallyDominant, Suitor, NkSuitor, MwmExact])
 def test_matching_only_solvers_skip_b_matching(cls):
     g = W.wmatch_smoke("clique_b2")
-    skip, reason = cls().skip(g)
+    skip, reason = configured(cls).skip(g)
     assert skip and "b = 1" in reason
     expect_skip = cls is NkSuitor and not _have_networkit()
-    assert cls().skip(W.wmatch_smoke("star"))[0] == expect_skip
+    assert configured(cls).skip(W.wmatch_smoke("star"))[0] == expect_skip
 
 
 def test_mwm_exact_skips_large_graphs_with_a_reason():
@@ -161,7 +162,7 @@ def test_mwm_exact_skips_large_graphs_with_a_reason():
 @pytest.mark.parametrize("cls", [NkSuitor, NkBSuitor])
 def test_networkit_solvers_skip_without_networkit(monkeypatch, cls):
     monkeypatch.setitem(sys.modules, "networkit", None)  # makes "import networkit" fail
-    skip, reason = cls().skip(W.wmatch_smoke("star"))
+    skip, reason = configured(cls).skip(W.wmatch_smoke("star"))
     assert skip and "networkit is not installed" in reason
 
 
@@ -171,15 +172,15 @@ def test_networkit_threads(cls):
     import os
 
     g = W.wmatch_smoke("clique_ties")
-    s = cls(threads=None)
+    s = configured(cls, threads=None)
     s.prepare(g)
     s.run()
     assert s.counters()["threads"] == len(os.sched_getaffinity(0))
     assert PROBLEM.verify(g, s.result()).verified
-    assert cls(threads=2).variant() == "threads=2"
+    assert configured(cls, threads=2).variant() == "threads=2"
     for bad in (0, -1, 1.5, True, "all"):
         with pytest.raises(ValueError, match="threads"):
-            cls(threads=bad)
+            configured(cls, threads=bad)
 
 
 def test_counters_and_life_cycle():
@@ -190,7 +191,7 @@ def test_counters_and_life_cycle():
         (Suitor, {"proposals", "displaced"}),
         (BSuitor, {"proposals", "displaced"}),
     ):
-        s = cls()
+        s = configured(cls)
         with pytest.raises(RuntimeError, match="before"):
             s.run()
         s.prepare(g)

@@ -45,19 +45,17 @@ that makes one return another graph for the same arguments must bump
 from __future__ import annotations
 
 import os
-import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from matchbench.core.errors import DatasetError, DatasetWarning
-from matchbench.core.paths import resolve_path
-from matchbench.datasets import dataset
+from matchbench.core.errors import DatasetError
+from matchbench.datasets import dataset, sizes
 from matchbench.families.community.problem import CommunityGraph
 from matchbench.graphs import generators as G
 from matchbench.graphs.bipartite import INT32_MAX, BipartiteGraph
-from matchbench.graphs.weighted import merge_max, merge_min, uniform_weights
+from matchbench.graphs.mtx import read_weighted, stem
+from matchbench.graphs.weighted import uniform_weights
 
 __all__ = [
     "SMOKE",
@@ -80,10 +78,6 @@ WEIGHTS = ("unit", "uniform", "geometric")
 
 # ---------------------------------------------------------------------------------------
 # Matrix Market
-
-
-def _fail(path: Path, msg: str) -> DatasetError:
-    return DatasetError(f"community community_mtx {path}: {msg}")
 
 
 @dataset("community")
@@ -122,8 +116,8 @@ def community_mtx(
         ``n_zero`` (zero weights dropped), ``n_duplicates`` (entries for an edge already
         given: merged by the largest value, with a :class:`DatasetWarning`),
         ``symmetrized`` and ``n_asymmetric`` (a ``general`` file: weight
-        ``max(a_ij, a_ji)``, an absent entry counting 0, as
-        :func:`~matchbench.families.wmatch.datasets.graph_mtx`), ``negative``. A ``skew-symmetric``
+        ``max(a_ij, a_ji)``, an absent entry counting 0: the shared weighted reading,
+        :func:`matchbench.graphs.mtx.read_weighted`), ``negative``. A ``skew-symmetric``
         file reads ``|a_ij|`` whatever ``negative`` (its two directions differ in sign only:
         one of them is always negative).
 
@@ -136,10 +130,6 @@ def community_mtx(
         value (``negative="error"``), a diagonal entry (``self_loops="error"``), a bad
         option, or no edge left.
     """
-    import fast_matrix_market as fmm
-
-    from matchbench.graphs.mtx import _read_header, _stem, _translate
-
     if negative not in ("error", "abs"):
         raise DatasetError(
             f"community community_mtx: negative must be 'error' or 'abs', not {negative!r}"
@@ -148,99 +138,31 @@ def community_mtx(
         raise DatasetError(
             f"community community_mtx: self_loops must be 'drop' or 'error', not {self_loops!r}"
         )
-    p = resolve_path(path, data_dir)
-    if not p.is_file():
-        raise _fail(p, "no such file")
-    try:
-        header = _read_header(p)
-    except DatasetError as exc:
-        raise DatasetError(f"community community_mtx: {exc}") from None
-    if header.nrows != header.ncols:
-        raise _fail(
-            p, f"the matrix is not square ({header.nrows} x {header.ncols}); a graph needs n x n"
-        )
-    try:
-        (data, (rows, cols)), shape = fmm.read_coo(
-            str(p), long_type=header.nrows > INT32_MAX, generalize_symmetry=False
-        )
-    except (ValueError, OverflowError, RuntimeError, MemoryError, OSError, EOFError) as exc:
-        raise DatasetError(f"community community_mtx: {_translate(p, exc, header)}") from None
-    n = int(shape[0])
-    n_entries = int(rows.shape[0])
-    pattern = header.field == "pattern"
-    rows = rows.astype(np.int64)
-    cols = cols.astype(np.int64)
-    values = np.ones(n_entries) if pattern else np.asarray(data, dtype=np.float64)
-    del data
-    bad = ~np.isfinite(values)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise _fail(
-            p,
-            f"entry ({rows[k] + 1}, {cols[k] + 1}) is {values[k]}; weights must be finite "
-            f"({int(bad.sum())} such entries)",
-        )
-    if header.symmetry == "skew-symmetric" or negative == "abs":
+    entries = read_weighted(path, data_dir, where="community community_mtx")
+    if entries.header.symmetry == "skew-symmetric" or negative == "abs":
         # skew-symmetric: a_ji = -a_ij, the two directions of one undirected weight
-        values = np.abs(values)
-    neg = values < 0
+        entries.values = np.abs(entries.values)
+    neg = entries.values < 0
     if neg.any():
-        k = int(np.flatnonzero(neg)[0])
-        raise _fail(
-            p,
-            f"entry ({rows[k] + 1}, {cols[k] + 1}) is {values[k]}; modularity needs weights "
-            f">= 0 ({int(neg.sum())} negative entries; negative='abs' reads |a_ij|)",
+        raise entries.entry_error(
+            int(np.flatnonzero(neg)[0]),
+            f"modularity needs weights >= 0 ({int(neg.sum())} negative entries; "
+            "negative='abs' reads |a_ij|)",
         )
-    diagonal = rows == cols
+    diagonal = entries.rows == entries.cols
     n_diagonal = int(np.count_nonzero(diagonal))
     if n_diagonal and self_loops == "error":
-        k = int(rows[np.flatnonzero(diagonal)[0]])
-        raise _fail(
-            p,
+        k = int(entries.rows[np.flatnonzero(diagonal)[0]])
+        raise entries.fail(
             f"self-loop ({k + 1}, {k + 1}) ({n_diagonal} diagonal entries); a community "
-            "instance holds none (self_loops='drop' drops them)",
+            "instance holds none (self_loops='drop' drops them)"
         )
-    off = ~diagonal
-    rows, cols, values = rows[off], cols[off], values[off]
-    symmetrized = header.symmetry == "general"
-    n_asymmetric = 0
-    if symmetrized:
-        dkey, dval = merge_max(rows * n + cols, values)
-        n_duplicates = int(rows.shape[0] - dkey.shape[0])
-        r, c = np.divmod(dkey, n)
-        ukey = np.minimum(r, c) * n + np.maximum(r, c)
-        key, w = merge_max(ukey, dval)
-        counts = np.unique(ukey, return_counts=True)[1]
-        n_asymmetric = int(np.count_nonzero((counts == 1) | (w != merge_min(ukey, dval))))
-    else:
-        key, w = merge_max(np.minimum(rows, cols) * n + np.maximum(rows, cols), values)
-        n_duplicates = int(rows.shape[0] - key.shape[0])
-    if n_duplicates:
-        warnings.warn(
-            f"community community_mtx {p}: {n_duplicates} duplicate entries merged (largest value)",
-            DatasetWarning,
-            stacklevel=2,
-        )
-    nonzero = w > 0
-    n_zero = int(np.count_nonzero(~nonzero))
-    key, w = key[nonzero], w[nonzero]
-    if key.shape[0] == 0:
-        raise _fail(p, "no edge left after dropping the diagonal and zero weights")
-    u, v = np.divmod(key, n)
-    info: dict[str, Any] = {
-        "path": str(p),
-        "field": header.field,
-        "symmetry": header.symmetry,
-        "n_entries": n_entries,
-        "n_diagonal": n_diagonal,
-        "n_zero": n_zero,
-        "n_duplicates": n_duplicates,
-        "symmetrized": symmetrized,
-        "n_asymmetric": n_asymmetric,
-        "negative": negative,
-    }
+    del diagonal
+    n, p = entries.n, entries.path
+    u, v, w, info = entries.edges()
+    info["negative"] = negative
     info.update(params or {})
-    return CommunityGraph.from_edges(u, v, w, n, name=name or _stem(p), family=family, params=info)
+    return CommunityGraph.from_edges(u, v, w, n, name=name or stem(p), family=family, params=info)
 
 
 @dataset("community")
@@ -255,17 +177,10 @@ def community_suitesparse(
     :func:`~matchbench.graphs.suitesparse.resolve`) read by :func:`community_mtx`; family
     ``suitesparse``, ``params["suitesparse"] = "Group/Name"``. ``negative`` defaults to
     ``"abs"`` here: many of the collection's matrices hold negative values."""
-    from matchbench.graphs.suitesparse import _split, resolve
+    from matchbench.graphs.suitesparse import read_with
 
-    path = resolve(name, data_dir, offline)
-    group, matrix = _split(name)
-    return community_mtx(
-        path,
-        negative=negative,
-        self_loops=self_loops,
-        name=matrix,
-        family="suitesparse",
-        params={"suitesparse": f"{group}/{matrix}"},
+    return read_with(
+        community_mtx, name, data_dir, offline, negative=negative, self_loops=self_loops
     )
 
 
@@ -349,7 +264,7 @@ def planted_truth(graph: CommunityGraph) -> np.ndarray:
     return truth
 
 
-@dataset("community", disk_cache=True)
+@dataset("community", disk_cache=True, size_hint=lambda n, **_: sizes.dense(n))
 def community_planted(
     n: int,
     k: int,
@@ -400,8 +315,8 @@ def community_planted(
     O(n + m) memory and time.
     """
     where = _where("community_planted")
-    n = G._check_int(f"{where}: n", n, 1, INT32_MAX)
-    k = G._check_int(f"{where}: k", k, 1, n)
+    n = G.check_int(f"{where}: n", n, 1, INT32_MAX)
+    k = G.check_int(f"{where}: k", k, 1, n)
     p_in = _prob("p_in", p_in)
     p_out = _prob("p_out", p_out)
     if weights not in ("unit", "uniform"):
@@ -493,7 +408,7 @@ def _from_mcm(
     )
 
 
-@dataset("community", disk_cache=True)
+@dataset("community", disk_cache=True, size_hint=lambda scale, edge_factor=16, **_: sizes.scaled(scale, edge_factor))
 def community_kron(
     scale: int,
     edge_factor: int = 16,
@@ -510,7 +425,7 @@ def community_kron(
     return _from_mcm(g, weights, weight_seed)
 
 
-@dataset("community", disk_cache=True)
+@dataset("community", disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 def community_delaunay(
     scale: int, seed: int = 1, weights: str = "unit", weight_seed: int | None = None
 ) -> CommunityGraph:
@@ -521,7 +436,7 @@ def community_delaunay(
     return _from_mcm(g, weights, weight_seed, points)
 
 
-@dataset("community", disk_cache=True)
+@dataset("community", disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 def community_rgg(
     scale: int,
     seed: int = 1,
@@ -536,7 +451,7 @@ def community_rgg(
     return _from_mcm(g, weights, weight_seed, points)
 
 
-@dataset("community", disk_cache=True)
+@dataset("community", disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 def community_grid(
     scale: int, seed: int = 1, weights: str = "unit", weight_seed: int | None = None
 ) -> CommunityGraph:
@@ -545,7 +460,7 @@ def community_grid(
     return _from_mcm(G.grid(scale, seed=seed), weights, weight_seed)
 
 
-@dataset("community", disk_cache=True)
+@dataset("community", disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 def community_road(
     scale: int,
     seed: int = 1,

@@ -27,7 +27,14 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
-from matchbench.core.params import host_cores, parse_threads
+from matchbench.core.params import (
+    boolean,
+    host_cores,
+    non_negative_float,
+    non_negative_int,
+    parse_threads,
+    positive_int,
+)
 from matchbench.core.solver import BaseSolver
 from matchbench.families.community.problem import Partition
 from matchbench.graphs.weighted import WeightedGraph
@@ -342,7 +349,20 @@ def louvain(
     than at its start (possible only when ``relaxed``) is dropped and ends the method, so
     the answer is never worse than the previous stage's.
     """
+    check_params(t_bin, t_final, bin_limit, relaxed, max_iterations)
     return _louvain(*_csr64(graph), t_bin, t_final, bin_limit, relaxed, max_iterations)
+
+
+def check_params(
+    t_bin: Any, t_final: Any, bin_limit: Any, relaxed: Any, max_iterations: Any
+) -> None:
+    """The one check of :func:`louvain`'s and :class:`Louvain`'s parameters; ``ValueError``
+    naming the parameter."""
+    non_negative_float("louvain: t_bin", t_bin)
+    non_negative_float("louvain: t_final", t_final)
+    non_negative_int("louvain: bin_limit", bin_limit)
+    boolean("louvain: relaxed", relaxed)
+    positive_int("louvain: max_iterations", max_iterations)
 
 
 def _csr64(graph: WeightedGraph) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
@@ -367,11 +387,7 @@ def _louvain(
     relaxed: bool,
     max_iterations: int,
 ) -> tuple[Partition, dict[str, Any], dict[str, float]]:
-    """:func:`louvain` on an int64 CSR."""
-    if not (t_bin >= 0 and t_final >= 0):
-        raise ValueError(f"louvain: thresholds must be >= 0 (t_bin={t_bin}, t_final={t_final})")
-    if max_iterations < 1:
-        raise ValueError(f"louvain: max_iterations must be >= 1, not {max_iterations}")
+    """:func:`louvain` on an int64 CSR (parameters checked by the caller)."""
     loop = np.zeros(n0, dtype=np.float64)
     n = n0
     levels: list[np.ndarray] = []
@@ -490,17 +506,9 @@ class Louvain(_CommunityCPU):
     name: ClassVar[str] = "louvain"
 
     def __init__(
-        self,
-        t_bin: float = 1e-2,
-        t_final: float = 1e-6,
-        bin_limit: int = BIN_LIMIT,
-        relaxed: bool = False,
-        max_iterations: int = 1000,
+        self, *, t_bin: float, t_final: float, bin_limit: int, relaxed: bool, max_iterations: int
     ) -> None:
-        if not (t_bin >= 0 and t_final >= 0):  # fail at instantiation, not per repetition
-            raise ValueError(f"louvain: thresholds must be >= 0 (t_bin={t_bin}, t_final={t_final})")
-        if max_iterations < 1:
-            raise ValueError(f"louvain: max_iterations must be >= 1, not {max_iterations}")
+        check_params(t_bin, t_final, bin_limit, relaxed, max_iterations)  # here, not per run
         super().__init__(
             t_bin=t_bin,
             t_final=t_final,
@@ -580,15 +588,16 @@ class NkPLM(_CommunityCPU):
     name: ClassVar[str] = "nk_plm"
 
     def __init__(
-        self,
-        threads: int | None = None,
-        refine: bool = False,
-        turbo: bool = True,
-        max_iter: int = 32,
-        seed: int = 1,
+        self, *, threads: int | None, refine: bool, turbo: bool, max_iter: int, seed: int
     ) -> None:
-        super().__init__(threads=threads, refine=refine, turbo=turbo, max_iter=max_iter, seed=seed)
         self.threads = parse_threads(threads)
+        super().__init__(
+            threads=threads,
+            refine=boolean("nk_plm: refine", refine),
+            turbo=boolean("nk_plm: turbo", turbo),
+            max_iter=positive_int("nk_plm: max_iter", max_iter),
+            seed=non_negative_int("nk_plm: seed", seed),
+        )
         self._nk_graph: Any = None
         self._nk_for: WeightedGraph | None = None
         self._raw: Any = None
@@ -669,8 +678,8 @@ class IgraphLouvain(_CommunityCPU):
 
     name: ClassVar[str] = "igraph_louvain"
 
-    def __init__(self, seed: int = 1) -> None:
-        super().__init__(seed=seed)
+    def __init__(self, *, seed: int) -> None:
+        super().__init__(seed=non_negative_int("igraph_louvain: seed", seed))
         self._ig_graph: Any = None
         self._ig_for: WeightedGraph | None = None
         self._raw: Any = None
@@ -745,8 +754,9 @@ class NxLouvain(_CommunityCPU):
 
     name: ClassVar[str] = "nx_louvain"
 
-    def __init__(self, seed: int = 1, threshold: float = 1e-7) -> None:
-        super().__init__(seed=seed, threshold=threshold)
+    def __init__(self, *, seed: int, threshold: float) -> None:
+        non_negative_float("nx_louvain: threshold", threshold)
+        super().__init__(seed=non_negative_int("nx_louvain: seed", seed), threshold=threshold)
         self._nx_graph: Any = None
         self._nx_for: WeightedGraph | None = None
         self._raw: list[Any] | None = None

@@ -8,17 +8,20 @@ the sequential reference's (:func:`matchbench.families.community.louvain.louvain
 last kept stage, and the same per-stage counters and ``level{r}_optimize`` /
 ``level{r}_aggregate`` seconds; the stage rules and thresholds are the reference's too.
 
-Structure
----------
-- Pure host pieces, testable without a device: the degree buckets (:func:`move_bucket`,
-  :func:`merge_bucket`), the hash table sizes (:func:`table_size`), the sort keys
-  (:func:`move_keys`, :func:`merge_keys`), the global table blocks (:func:`global_blocks`).
-- :func:`_drive`: the host loop (Alg. 1 lines 3-12 per stage, the stages, the thresholds), over
-  a *backend* that runs the steps: :class:`_DeviceLevels` (CuPy and the kernels) or
-  :class:`_HostModel` (numba), which computes the same bucket-synchronous moves on the host.
-  Where the weights are integers every sum is exact and the two make identical moves, so the
-  model is the GPU tests' reference (:func:`louvain_gpu_model`) and the host tests run the
-  whole method through it.
+Structure (one module each)
+---------------------------
+- :mod:`~matchbench.families.community.louvain_buckets`: the pure host pieces the driver
+  hands the kernels (degree buckets, hash table sizes, sort keys, global table blocks).
+- :mod:`~matchbench.families.community.louvain_stages`: the host loop
+  (:func:`~matchbench.families.community.louvain_stages.drive`: Alg. 1 lines 3-12 per stage,
+  the stages, the thresholds) over a *backend* that runs the steps, and the parameter check.
+- :mod:`~matchbench.families.community.louvain_model`: the host model backend (numba), the
+  same bucket-synchronous moves on the host. Where the weights are integers every sum is
+  exact and the two backends make identical moves, so the model is the GPU tests' oracle
+  (:func:`~matchbench.families.community.louvain_model.louvain_gpu_model`) and the host tests
+  run the whole method through it.
+- This module: the device backend (:class:`_DeviceLevels`, CuPy and the kernels),
+  :func:`louvain_gpu` and the solver :class:`LouvainGPU`.
 
 Per iteration (Alg. 1 lines 4-12) the device runs, for each non-empty degree bucket, one move
 kernel and (``commit="bucket"``) one commit kernel, then one quality kernel (Eq. 1's sums),
@@ -50,533 +53,34 @@ Choices where the text leaves room (same results unless said)
 
 from __future__ import annotations
 
-import math
 import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
 
 from matchbench.core.solver import BaseSolver
-from matchbench.families.community.louvain import (
-    BIN_LIMIT,
-    _best_move,
-    _contract,
-    _renumber,
-    stage_totals,
+from matchbench.families.community.louvain import BIN_LIMIT, stage_totals
+from matchbench.families.community.louvain_buckets import (
+    BLOCK,
+    GLOBAL_TABLE_BYTES,
+    MOVE_THREADS,
+    SLOT_BYTES,
+    global_blocks,
+    table_size,
+)
+from matchbench.families.community.louvain_stages import (
+    Outcome,
+    check_params,
+    drive,
+    empty_result,
+    finish,
+    loop_array,
 )
 from matchbench.families.community.problem import Partition
 
-__all__ = [
-    "BIN_LIMIT",
-    "COMMIT_MODES",
-    "MERGE_BOUNDS",
-    "MERGE_SLOTS",
-    "MOVE_BOUNDS",
-    "MOVE_SLOTS",
-    "MOVE_THREADS",
-    "THRESHOLD_SWEEP",
-    "LouvainGPU",
-    "global_blocks",
-    "is_prime",
-    "louvain_gpu",
-    "louvain_gpu_model",
-    "merge_bucket",
-    "merge_keys",
-    "move_bucket",
-    "move_keys",
-    "table_size",
-]
-
-#: ``commit`` values: after every degree bucket (Alg. 1 lines 8-11), or at the end of each
-#: iteration (paper III, Sec. 5, the "relaxed" approach).
-COMMIT_MODES = ("bucket", "iteration")
-#: Threads per block (Sec. 4.1: four warps).
-BLOCK = 128
-#: Upper degrees of the move buckets 1-6 (Sec. 4.1); bucket 7 is above, bucket 0 isolated.
-MOVE_BOUNDS = (4, 8, 16, 32, 84, 319)
-#: Threads per vertex in buckets 1-7: 2^(k+1) for k = 1..4, a warp, a block, a block.
-MOVE_THREADS = (4, 8, 16, 32, 32, 128, 128)
-#: Shared hash table slots per vertex in buckets 1-6 (the table size of the bucket's
-#: largest degree); bucket 7's tables are in global memory.
-MOVE_SLOTS = (7, 13, 29, 53, 127, 479)
-#: Upper community degrees (sum of the members' degrees) of the aggregation buckets 1-2
-#: (Sec. 4.1); bucket 3 is above.
-MERGE_BOUNDS = (127, 479)
-#: Their shared table slots (a warp's, a block's).
-MERGE_SLOTS = (191, 719)
-#: The threshold grid of paper III, Sec. 5 (Figs. 1-2): ``(t_bin, t_final) = (10^k, 10^l)``,
-#: ``k = -1..-4``, ``l = -3..-7``.
-THRESHOLD_SWEEP = {
-    "t_bin": tuple(10.0**k for k in range(-1, -5, -1)),
-    "t_final": tuple(10.0**k for k in range(-3, -8, -1)),
-}
-#: Bytes the global hash tables of bucket 7 (and aggregation bucket 3) may take at least; more
-#: blocks share the work up to 4 per SM while their tables fit max(this, 4 bytes per entry).
-GLOBAL_TABLE_BYTES = 64 << 20
-#: Bytes per hash table slot: an int32 key and a float64 weight.
-SLOT_BYTES = 12
-#: Sort keys: the bucket above this bit (``kernels/community/louvain.cu``, LV_KEY_SHIFT).
-KEY_SHIFT = 40
-_KEY_LOW = (1 << KEY_SHIFT) - 1
 _INT32_MAX = 2**31 - 1
-
-_STAGE_KEYS = (
-    "level_vertices",
-    "level_edges",
-    "level_threshold",
-    "level_iterations",
-    "level_moves",
-    "level_q",
-    "level_q_start",
-    "level_two_m",
-    "level_buckets",
-    "level_merge_buckets",
-)
-
-
-# ---------------------------------------------------------------------------------------
-# Buckets, primes, keys (host versions of what the kernels compute)
-
-
-def is_prime(x: int) -> bool:
-    """Whether ``x`` is prime (deterministic Miller-Rabin, exact for every 64-bit ``x``)."""
-    x = int(x)
-    if x < 2:
-        return False
-    small = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
-    for p in small:
-        if x % p == 0:
-            return x == p
-    d, s = x - 1, 0
-    while d % 2 == 0:
-        d //= 2
-        s += 1
-    for a in small:
-        y = pow(a, d, x)
-        if y in (1, x - 1):
-            continue
-        for _ in range(s - 1):
-            y = y * y % x
-            if y == x - 1:
-                break
-        else:
-            return False
-    return True
-
-
-def table_size(degree: int) -> int:
-    """The hash table size for ``degree`` entries: the smallest prime above 1.5 ``degree``.
-
-    >>> [table_size(d) for d in (0, 1, 4, 32, 84, 319)]
-    [2, 2, 7, 53, 127, 479]
-
-    Notes
-    -----
-    Paper III, Sec. 4 (after Alg. 2): "the smallest value larger than 1.5 times the degree",
-    so a table is at most 2/3 full. ``3 d // 2 + 1`` is the smallest integer above 1.5 d.
-    """
-    x = 3 * max(int(degree), 0) // 2 + 1
-    while not is_prime(x):
-        x += 1
-    return x
-
-
-def move_bucket(degree: Any) -> np.ndarray:
-    """The optimization bucket of each degree: 0 isolated, 1-6 up to :data:`MOVE_BOUNDS`, 7."""
-    d = np.asarray(degree, dtype=np.int64)
-    return np.where(d <= 0, 0, np.searchsorted(np.asarray(MOVE_BOUNDS), d, side="left") + 1)
-
-
-def merge_bucket(com_degree: Any, com_size: Any) -> np.ndarray:
-    """The aggregation bucket of each community: 0 empty, 1 (<= 127), 2 (<= 479), 3."""
-    d = np.asarray(com_degree, dtype=np.int64)
-    b = np.searchsorted(np.asarray(MERGE_BOUNDS), d, side="left") + 1
-    return np.where(np.asarray(com_size) == 0, 0, b)
-
-
-def _keys(bucket: np.ndarray, degree: np.ndarray, last: int) -> np.ndarray:
-    low = np.where(bucket == last, _KEY_LOW - np.minimum(degree, _KEY_LOW), 0)
-    return (bucket.astype(np.uint64) << np.uint64(KEY_SHIFT)) | low.astype(np.uint64)
-
-
-def move_keys(degree: Any) -> np.ndarray:
-    """The device's sort keys of the vertices (``louvain_setup``): a stable argsort of them
-    lists the buckets in turn, each by vertex id, except bucket 7, by decreasing degree."""
-    d = np.asarray(degree, dtype=np.int64)
-    return _keys(move_bucket(d), d, 7)
-
-
-def merge_keys(com_degree: Any, com_size: Any) -> np.ndarray:
-    """The device's sort keys of the communities (``louvain_com_keys``), as :func:`move_keys`."""
-    d = np.asarray(com_degree, dtype=np.int64)
-    return _keys(merge_bucket(d, com_size), d, 3)
-
-
-def global_blocks(count: int, slots: int, nnz: int, sms: int) -> int:
-    """Blocks (each with a global table of ``slots`` slots) for ``count`` large items.
-
-    At most ``count`` and 4 per SM, as many as the tables fit in
-    ``max(GLOBAL_TABLE_BYTES, 4 * nnz)`` bytes, at least 1 (paper III, Sec. 4.1: "we might need
-    to assign multiple vertices to each thread block since the size of the global memory is
-    fixed").
-    """
-    budget = max(GLOBAL_TABLE_BYTES, 4 * int(nnz))
-    fit = budget // max(1, SLOT_BYTES * int(slots))
-    return int(max(1, min(int(count), 4 * max(1, int(sms)), fit)))
-
-
-# ---------------------------------------------------------------------------------------
-# The host loop
-
-
-@dataclass
-class _Outcome:
-    levels: list[Any]
-    q_kept: float
-    stage: dict[str, list[Any]]
-    marks: list[tuple[int, str, Any, Any]]
-
-
-def _drive(
-    be: Any, t_bin: float, t_final: float, bin_limit: int, relaxed: bool, max_iterations: int
-) -> _Outcome:
-    """The stages of paper III on backend ``be``: the control flow of the sequential reference.
-
-    Each stage: setup (Alg. 1 line 2), iterations (lines 3-12) until one moves nothing, gains
-    less than the threshold, or ``max_iterations``. With ``relaxed`` (commit at the end of the
-    iteration) an iteration gaining less than the threshold is undone, as the reference does;
-    with bucket commits (moves of one bucket are simultaneous, so Q can drop) an iteration
-    that lowers Q is undone, so a stage never ends below its previous iteration. Stages as
-    :func:`matchbench.families.community.louvain.louvain`: ``t_bin`` while the graph has more than
-    ``bin_limit`` vertices, then ``t_final``; a stage without moves (or below its start) ends
-    the method, after one retry under ``t_final``; a stage whose communities are all
-    singletons is not contracted and ends it.
-    """
-    levels: list[Any] = []
-    stage: dict[str, list[Any]] = {k: [] for k in _STAGE_KEYS}
-    marks: list[tuple[int, str, Any, Any]] = []
-    use_bin = True
-    q_kept: float | None = None
-    while True:
-        r = len(stage["level_q"])
-        n = be.n
-        binned = use_bin and n > bin_limit
-        threshold = float(t_bin if binned else t_final)
-        t0 = be.mark()
-        two_m, q_start = be.setup()
-        q, iters, moves = q_start, 0, 0
-        if two_m > 0:
-            while iters < max_iterations:
-                iters += 1
-                moved, inside, spread = be.iterate()
-                if moved == 0:
-                    break
-                q_new = inside / two_m - spread / (two_m * two_m)  # Eq. 1
-                if (q_new - q < threshold) if relaxed else (q_new < q):
-                    be.reject()
-                    break
-                be.accept()
-                moves += moved
-                gain = q_new - q
-                q = q_new
-                if gain < threshold:  # Alg. 1 line 12
-                    break
-        t1 = be.mark()
-        marks.append((r, "optimize", t0, t1))
-        if q_kept is None:
-            q_kept = float(q_start)
-        values = (
-            n, be.nnz, threshold, iters, moves, float(q), float(q_start), float(two_m),
-            list(be.bucket_counts), None,
-        )
-        for key, value in zip(_STAGE_KEYS, values, strict=True):
-            stage[key].append(value)
-        if moves == 0 or q < q_start:
-            if binned:
-                use_bin = False
-                continue
-            break
-        k = be.renumber()
-        stage["level_merge_buckets"][-1] = list(be.merge_counts)
-        if k == n:  # all singletons: contracting changes nothing
-            marks.append((r, "aggregate", t1, be.mark()))
-            break
-        levels.append(be.contract())
-        marks.append((r, "aggregate", t1, be.mark()))
-        q_kept = float(q)
-        if q - q_start < threshold:
-            if binned:
-                use_bin = False
-                continue
-            break
-    return _Outcome(levels, float(q_kept), stage, marks)
-
-
-def _finish(
-    out: _Outcome, community: np.ndarray, levels: list[np.ndarray], seconds: dict[str, float],
-    extra: dict[str, Any],
-) -> tuple[Partition, dict[str, Any], dict[str, float]]:
-    st = out.stage
-    counters: dict[str, Any] = {
-        "levels": len(levels),
-        "iterations": int(sum(st["level_iterations"])),
-        "moves": int(sum(st["level_moves"])),
-        "communities": int(community.max()) + 1 if community.size else 0,
-        **st,
-    }
-    t0 = seconds.get("level0_optimize")
-    if st["level_iterations"] and t0:
-        # the paper's TEPS (Sec. 5): entries hashed per second in the first optimization phase,
-        # each iteration hashing all 2|E| CSR entries
-        counters["first_phase_edges_per_s"] = (
-            st["level_iterations"][0] * st["level_edges"][0] / t0
-        )
-    counters.update(extra)
-    return Partition(community, levels or None, out.q_kept), counters, seconds
-
-
-def _check_params(
-    t_bin: Any, t_final: Any, bin_limit: Any, commit: Any, max_iterations: Any
-) -> None:
-    for name, t in (("t_bin", t_bin), ("t_final", t_final)):
-        if (
-            isinstance(t, bool)
-            or not isinstance(t, int | float | np.integer | np.floating)
-            or not math.isfinite(float(t))
-            or t < 0
-        ):
-            raise ValueError(f"louvain_gpu: {name} must be a finite number >= 0, not {t!r}")
-    if isinstance(bin_limit, bool) or not isinstance(bin_limit, int | np.integer) or bin_limit < 0:
-        raise ValueError(f"louvain_gpu: bin_limit must be an integer >= 0, not {bin_limit!r}")
-    if commit not in COMMIT_MODES:
-        raise ValueError(
-            f"louvain_gpu: commit must be one of {', '.join(map(repr, COMMIT_MODES))}, "
-            f"not {commit!r}"
-        )
-    if (
-        isinstance(max_iterations, bool)
-        or not isinstance(max_iterations, int | np.integer)
-        or max_iterations < 1
-    ):
-        raise ValueError(
-            f"louvain_gpu: max_iterations must be an integer >= 1, not {max_iterations!r}"
-        )
-
-
-def _loop_array(loop: Any, n: int) -> np.ndarray:
-    if loop is None:
-        return np.zeros(n, dtype=np.float64)
-    arr = np.ascontiguousarray(loop, dtype=np.float64)
-    if arr.shape != (n,) or not (np.isfinite(arr).all() and (arr >= 0).all()):
-        raise ValueError(f"louvain_gpu: loop must be {n} finite weights >= 0")
-    return arr
-
-
-# ---------------------------------------------------------------------------------------
-# The host model (numba): the kernels' semantics, one bucket at a time
-
-
-@njit(cache=True, nogil=True)
-def _hm_degrees(n, ptr, w, loop):
-    k = np.empty(n, dtype=np.float64)
-    two_m = 0.0
-    k2 = 0.0
-    loop2 = 0.0
-    for i in range(n):
-        s = 0.0
-        for p in range(ptr[i], ptr[i + 1]):
-            s += w[p]
-        lp = 2.0 * loop[i]
-        k[i] = s + lp
-        two_m += k[i]
-        k2 += k[i] * k[i]
-        loop2 += lp
-    return k, two_m, k2, loop2
-
-
-@njit(cache=True, nogil=True)
-def _hm_moves(verts, ptr, ind, w, comm, a, size, k, m, acc, touched, newc):
-    """Alg. 2 for every vertex of ``verts`` on the same (unchanging) configuration."""
-    for t in range(verts.shape[0]):
-        v = verts[t]
-        best = _best_move(v, ptr, ind, w, comm, a, size, k, m, acc, touched)
-        newc[v] = comm[v] if best == -1 else best
-
-
-@njit(cache=True, nogil=True)
-def _hm_commit(verts, newc, k, comm, a, size):
-    """``louvain_commit``: a bucket's moves and their a_c and size updates."""
-    moved = 0
-    for t in range(verts.shape[0]):
-        v = verts[t]
-        nc = newc[v]
-        oc = comm[v]
-        if nc != oc:
-            comm[v] = nc
-            a[oc] -= k[v]
-            a[nc] += k[v]
-            size[oc] -= 1
-            size[nc] += 1
-            moved += 1
-    return moved
-
-
-@njit(cache=True, nogil=True)
-def _hm_tally(n, comm, newc, k, a2, size2):
-    """``louvain_tally``: a_c and sizes of ``newc`` from zero, and the moves."""
-    a2[:] = 0.0
-    size2[:] = 0
-    moved = 0
-    for v in range(n):
-        c = newc[v]
-        a2[c] += k[v]
-        size2[c] += 1
-        if c != comm[v]:
-            moved += 1
-    return moved
-
-
-@njit(cache=True, nogil=True)
-def _hm_quality(n, ptr, ind, w, comm, a):
-    """``louvain_quality``: the weight of the entries inside communities, and sum a_c^2."""
-    inside = 0.0
-    for i in range(n):
-        ci = comm[i]
-        for p in range(ptr[i], ptr[i + 1]):
-            if comm[ind[p]] == ci:
-                inside += w[p]
-    spread = 0.0
-    for c in range(n):
-        spread += a[c] * a[c]
-    return inside, spread
-
-
-class _HostModel:
-    """The device steps on the host: same buckets, same commit points, same rules.
-
-    The moves of a bucket are computed on the configuration at its start (as the kernels do:
-    C, a and size are read-only during a move kernel), with the sequential reference's
-    ``_best_move`` (Eq. 2, ties to the lower id, the singleton rule); the aggregation is the
-    reference's ``_renumber`` and ``_contract`` (its labels are the device's: dense ids in
-    community id order).
-    """
-
-    def __init__(self, n: int, ptr, ind, w, loop, relaxed: bool) -> None:
-        self.n = int(n)
-        self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
-        self.ind = np.ascontiguousarray(ind, dtype=np.int64)
-        self.w = np.ascontiguousarray(w, dtype=np.float64)
-        self.loop = np.ascontiguousarray(loop, dtype=np.float64)
-        self.relaxed = bool(relaxed)
-
-    @property
-    def nnz(self) -> int:
-        return int(self.ind.shape[0])
-
-    def mark(self) -> float:
-        return time.perf_counter()
-
-    def setup(self) -> tuple[float, float]:
-        n = self.n
-        self.k, two_m, k2, loop2 = _hm_degrees(n, self.ptr, self.w, self.loop)
-        self.comm = np.arange(n, dtype=np.int64)
-        self.newc = self.comm.copy()
-        self.a = self.k.copy()
-        self.size = np.ones(n, dtype=np.int64)
-        self.acc = np.zeros(n, dtype=np.float64)
-        self.touched = np.empty(n, dtype=np.int64)
-        bucket = move_bucket(np.diff(self.ptr))
-        self.buckets = [np.flatnonzero(bucket == b) for b in range(1, 8)]
-        self.bucket_counts = [int(v.size) for v in self.buckets]
-        self.two_m, self.loop2 = float(two_m), float(loop2)
-        self.m = self.two_m / 2.0
-        q0 = loop2 / two_m - k2 / (two_m * two_m) if two_m > 0 else 0.0
-        return self.two_m, float(q0)
-
-    def iterate(self) -> tuple[int, float, float]:
-        args = (self.ptr, self.ind, self.w)
-        moved = 0
-        if self.relaxed:
-            for verts in self.buckets:
-                _hm_moves(verts, *args, self.comm, self.a, self.size, self.k, self.m,
-                          self.acc, self.touched, self.newc)
-            self.a2 = np.empty_like(self.a)
-            self.size2 = np.empty_like(self.size)
-            moved = _hm_tally(self.n, self.comm, self.newc, self.k, self.a2, self.size2)
-            inside, spread = _hm_quality(self.n, *args, self.newc, self.a2)
-        else:
-            self.prev = self.comm.copy()
-            for verts in self.buckets:
-                _hm_moves(verts, *args, self.comm, self.a, self.size, self.k, self.m,
-                          self.acc, self.touched, self.newc)
-                moved += _hm_commit(verts, self.newc, self.k, self.comm, self.a, self.size)
-            inside, spread = _hm_quality(self.n, *args, self.comm, self.a)
-        return int(moved), float(inside) + self.loop2, float(spread)
-
-    def accept(self) -> None:
-        if self.relaxed:
-            self.comm, self.newc = self.newc, self.comm
-            self.a, self.size = self.a2, self.size2
-
-    def reject(self) -> None:
-        if not self.relaxed:
-            self.comm = self.prev
-
-    def renumber(self) -> int:
-        self.lab, k = _renumber(self.n, self.comm)
-        self.k_new = int(k)
-        size = np.bincount(self.comm, minlength=self.n)
-        degree = np.bincount(self.comm, weights=np.diff(self.ptr), minlength=self.n)
-        b = merge_bucket(degree.astype(np.int64), size)
-        self.merge_counts = [int((b == x).sum()) for x in (1, 2, 3)]
-        return self.k_new
-
-    def contract(self) -> np.ndarray:
-        self.ptr, self.ind, self.w, self.loop = _contract(
-            self.n, self.ptr, self.ind, self.w, self.loop, self.lab, self.k_new
-        )
-        self.n = self.k_new
-        return self.lab
-
-
-def louvain_gpu_model(
-    graph: Any,
-    t_bin: float = 1e-2,
-    t_final: float = 1e-6,
-    bin_limit: int = BIN_LIMIT,
-    commit: str = "bucket",
-    max_iterations: int = 1000,
-    loop: Any = None,
-) -> tuple[Partition, dict[str, Any], dict[str, float]]:
-    """:func:`louvain_gpu` computed on the host (numba), one degree bucket at a time.
-
-    Same parameters and return value as :func:`louvain_gpu` (without the device counters).
-    On graphs with integer weights (and loops) every sum is exact, so this is the GPU's
-    answer partition for partition, level for level (the GPU tests check it); otherwise the
-    two may differ where gains tie up to rounding.
-    """
-    _check_params(t_bin, t_final, bin_limit, commit, max_iterations)
-    n0 = int(graph.n)
-    loop0 = _loop_array(loop, n0)
-    if n0 == 0:
-        return _empty()
-    be = _HostModel(n0, graph.ptr, graph.ind, graph.weight, loop0, commit == "iteration")
-    out = _drive(be, t_bin, t_final, bin_limit, commit == "iteration", max_iterations)
-    levels = [np.asarray(lab, dtype=np.int64) for lab in out.levels]
-    community = np.arange(n0, dtype=np.int64)
-    for lab in levels:
-        community = lab[community]
-    seconds = stage_totals({f"level{r}_{what}": b - a for r, what, a, b in out.marks})
-    return _finish(out, community, levels, seconds, {"commit": commit})
-
-
-def _empty() -> tuple[Partition, dict[str, Any], dict[str, float]]:
-    counters: dict[str, Any] = {"levels": 0, "iterations": 0, "moves": 0, "communities": 0}
-    counters.update({k: [] for k in _STAGE_KEYS})
-    return Partition(np.zeros(0, dtype=np.int64), None, 0.0), counters, {}
 
 
 # ---------------------------------------------------------------------------------------
@@ -590,7 +94,7 @@ def _grid(items: int, sms: int, per_block: int = BLOCK) -> int:
 
 
 class _DeviceLevels:
-    """The steps of :func:`_drive` on the device (CuPy arrays, ``kernels/community/louvain.cu``)."""
+    """The steps of :func:`drive` on the device (CuPy arrays, ``kernels/community/louvain.cu``)."""
 
     def __init__(self, kern: dict[str, Any], sms: int, n: int, ptr: Any, ind: Any, w: Any,
                  loop: Any, relaxed: bool) -> None:
@@ -903,7 +407,7 @@ class _DeviceRun:
 
     community: Any
     levels: list[Any]
-    outcome: _Outcome
+    outcome: Outcome
     seconds: dict[str, float]
     counters: dict[str, Any]
     peak: int
@@ -913,12 +417,12 @@ def _run_device(
     kern: dict[str, Any], sms: int, n: int, ptr: Any, ind: Any, w: Any, loop: Any,
     t_bin: float, t_final: float, bin_limit: int, commit: str, max_iterations: int,
 ) -> _DeviceRun:
-    """:func:`_drive` on the device for a graph already there (level 0 is not modified)."""
+    """:func:`drive` on the device for a graph already there (level 0 is not modified)."""
     import cupy as cp
 
     relaxed = commit == "iteration"
     be = _DeviceLevels(kern, sms, n, ptr, ind, w, loop, relaxed)
-    out = _drive(be, t_bin, t_final, bin_limit, relaxed, max_iterations)
+    out = drive(be, t_bin, t_final, bin_limit, relaxed, max_iterations)
     community = be.compose(out.levels, n)
     end = be.mark()
     end.synchronize()
@@ -988,11 +492,11 @@ def louvain_gpu(
 
     from matchbench.gpu.common import EventTimer
 
-    _check_params(t_bin, t_final, bin_limit, commit, max_iterations)
+    check_params(t_bin, t_final, bin_limit, commit, max_iterations)
     n0 = int(graph.n)
-    loop0 = _loop_array(loop, n0)
+    loop0 = loop_array(loop, n0)
     if n0 == 0:
-        return _empty()
+        return empty_result()
     if n0 > _INT32_MAX:
         raise ValueError(f"louvain_gpu: {n0} vertices; community ids are int32 (n < 2^31)")
     ptr = cp.asarray(np.ascontiguousarray(graph.ptr, dtype=np.int64))
@@ -1005,7 +509,7 @@ def louvain_gpu(
                           t_final, bin_limit, commit, max_iterations)
     seconds = dict(run.seconds, solve=timer.seconds)
     community, levels = _to_host(run)
-    return _finish(run.outcome, community, levels, seconds, run.counters)
+    return finish(run.outcome, community, levels, seconds, run.counters)
 
 
 def _warm_graph() -> Any:
@@ -1077,14 +581,9 @@ class LouvainGPU(BaseSolver):
     kernel_families: ClassVar[tuple[str, ...]] = ("louvain",)
 
     def __init__(
-        self,
-        t_bin: float = 1e-2,
-        t_final: float = 1e-6,
-        bin_limit: int = BIN_LIMIT,
-        commit: str = "bucket",
-        max_iterations: int = 1000,
+        self, *, t_bin: float, t_final: float, bin_limit: int, commit: str, max_iterations: int
     ) -> None:
-        _check_params(t_bin, t_final, bin_limit, commit, max_iterations)
+        check_params(t_bin, t_final, bin_limit, commit, max_iterations)
         super().__init__(
             t_bin=float(t_bin),
             t_final=float(t_final),
@@ -1167,7 +666,7 @@ class LouvainGPU(BaseSolver):
         p = self.params
         self._answer = None
         if st.n == 0:
-            self._answer, self._counters, _ = _empty()
+            self._answer, self._counters, _ = empty_result()
             self._timings = {"solve": 0.0, "upload": st.upload_s}
             return
         timer = EventTimer()
@@ -1191,7 +690,7 @@ class LouvainGPU(BaseSolver):
         cp.cuda.get_current_stream().synchronize()
         community, levels = _to_host(self._run)
         self._timings["transfer"] = time.perf_counter() - t0
-        self._answer, self._counters, _ = _finish(
+        self._answer, self._counters, _ = finish(
             self._run.outcome, community, levels, self._timings, self._run.counters
         )
         return self._answer

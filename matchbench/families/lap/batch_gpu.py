@@ -17,7 +17,7 @@ to that size into shared memory instead: slower on an H200, kept for other GPUs)
 and one ``__syncthreads``.
 
 Groups. Instances of one launch share the cost dtype, the block size (:func:`auto_threads`
-of their n, or the ``threads`` parameter) and the cost placement (shared or global);
+of their n, or the ``threads_per_block`` parameter) and the cost placement (shared or global);
 within a group they may differ in n: each is packed back to back into one flat array
 (instance ``k`` at ``meta[k, 0]``, its answer vectors at ``meta[k, 1]``, its size
 ``meta[k, 2]``), so nothing is padded and no answer needs stripping. A batch of
@@ -47,9 +47,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from matchbench.core.params import MISSING, block_size, integer, renamed
 from matchbench.core.solver import BaseSolver
 from matchbench.families.lap.problem import Assignment, CostMatrix, dual_dtype
-from matchbench.gpu.common import block_size
 
 #: Kernel name suffix per cost dtype (``lap_batch_sap[_smem]_<suffix>``).
 DTYPE_SUFFIX = {
@@ -78,7 +78,7 @@ KERNEL_ERRORS = {
 
 
 def auto_threads(n: int) -> int:
-    """The block size for an instance of size ``n`` (``threads: 0``).
+    """The block size for an instance of size ``n`` (``threads_per_block: 0``).
 
     About one thread per four columns, at least a warp and at most 256 threads:
     ``clamp(next_pow2(n) / 4, 32, 256)``. One warp up to n = 128 (its argmin needs no
@@ -86,7 +86,7 @@ def auto_threads(n: int) -> int:
     n = 512. Measured on an H200 (int32 and float32 uniform costs, n = 16..512, while the
     kernel was written): this choice was the fastest of 32..512 threads at every n, by 1.5x
     over the next best at n = 64 and 1.1x to 1.3x at n = 512. To measure it again, sweep
-    ``algorithm.threads=32,64,128,256`` in the ``batch_lap`` experiment.
+    ``algorithm.threads_per_block=32,64,128,256`` in the ``batch_lap`` experiment.
 
     >>> [auto_threads(n) for n in (1, 64, 128, 129, 256, 257, 512, 1024, 2000)]
     [32, 32, 32, 64, 64, 128, 128, 256, 256]
@@ -130,7 +130,7 @@ class Group:
     """
 
     dtype: np.dtype
-    threads: int
+    threads_per_block: int
     smem_costs: bool
     members: list[int] = field(default_factory=list)
     ns: list[int] = field(default_factory=list)
@@ -152,7 +152,7 @@ class Group:
 
 def plan_groups(
     shapes: list[tuple[int, Any]],
-    threads: int = 0,
+    threads_per_block: int = 0,
     smem_cost_bytes: int = SMEM_COST_BYTES,
     smem_limit: int = SMEM_DEFAULT_LIMIT,
 ) -> list[Group]:
@@ -183,7 +183,7 @@ def plan_groups(
                 f"shared memory per block, more than the {smem_limit} available (n <= "
                 f"{max_n(smem_limit)})"
             )
-        t = threads or auto_threads(n)
+        t = threads_per_block or auto_threads(n)
         in_smem = (
             n * n * dt.itemsize <= smem_cost_bytes
             and smem_bytes(n, dt.itemsize, True) <= smem_limit
@@ -348,14 +348,16 @@ class HungarianBatchGPU(BaseSolver):
 
     Parameters
     ----------
-    threads : int
-        Threads per block, a multiple of 32 in [32, 1024]; 0 (the default) picks them
-        per instance by :func:`auto_threads` (instances with different picks go to
-        different launches).
+    threads_per_block : int
+        The CUDA block size, a multiple of 32 in [32, 1024]; 0 (the configured default)
+        picks it per instance by :func:`auto_threads` (instances with different picks go
+        to different launches).
     smem_cost_bytes : int
         Cost matrices of at most this many bytes are copied to shared memory by their
         block (16384: n = 64 float32 or int32); larger ones are read from global memory.
-        0 (the default, :data:`SMEM_COST_BYTES`): never. At most 200 KiB.
+        0 (the configured default, :data:`SMEM_COST_BYTES`): never. At most 200 KiB.
+    threads : int, optional
+        Deprecated spelling of ``threads_per_block`` (one release; a ``FutureWarning``).
 
     Notes
     -----
@@ -373,24 +375,22 @@ class HungarianBatchGPU(BaseSolver):
     kernel_families: ClassVar[tuple[str, ...]] = ("lap_batch",)
     batchable: ClassVar[bool] = True
 
-    def __init__(self, threads: int = 0, smem_cost_bytes: int = SMEM_COST_BYTES):
-        if not (
-            isinstance(threads, int | np.integer) and not isinstance(threads, bool) and threads == 0
-        ):
-            try:
-                threads = block_size("threads", threads)
-            except ValueError as exc:
-                raise ValueError(f"{self.name}: {exc} (or 0 for the automatic choice)") from None
-        if (
-            isinstance(smem_cost_bytes, bool)
-            or not isinstance(smem_cost_bytes, int | np.integer)
-            or not 0 <= smem_cost_bytes <= SMEM_COST_BYTES_MAX
-        ):
-            raise ValueError(
-                f"{self.name}: smem_cost_bytes must be an integer in [0, "
-                f"{SMEM_COST_BYTES_MAX}], got {smem_cost_bytes!r}"
-            )
-        super().__init__(threads=int(threads), smem_cost_bytes=int(smem_cost_bytes))
+    def __init__(
+        self,
+        *,
+        threads_per_block: int = MISSING,
+        smem_cost_bytes: int,
+        threads: int | None = MISSING,
+    ) -> None:
+        threads_per_block = renamed("threads", threads, "threads_per_block", threads_per_block)
+        super().__init__(
+            threads_per_block=block_size(
+                f"{self.name}: threads_per_block", threads_per_block, auto=0
+            ),
+            smem_cost_bytes=integer(
+                f"{self.name}: smem_cost_bytes", smem_cost_bytes, 0, SMEM_COST_BYTES_MAX
+            ),
+        )
         self._batch: _Batch | None = None
         self._timer: Any = None
         self._answers: list[Assignment] | None = None
@@ -481,7 +481,7 @@ class HungarianBatchGPU(BaseSolver):
             for g, d in zip(b.groups, b.dev, strict=True):
                 d["kern"](
                     (len(g.members),),
-                    (g.threads,),
+                    (g.threads_per_block,),
                     (d["C"], d["meta"], d["r2c"], d["u"], d["v"], d["stats"]),
                     shared_mem=d["shared"],
                 )
@@ -541,7 +541,7 @@ class HungarianBatchGPU(BaseSolver):
         limit = _smem_limit()
         groups = plan_groups(
             [(inst.n, inst.costs.dtype) for inst in instances],
-            threads=self.params["threads"],
+            threads_per_block=self.params["threads_per_block"],
             smem_cost_bytes=self.params["smem_cost_bytes"],
             smem_limit=limit,
         )

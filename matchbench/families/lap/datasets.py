@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from matchbench.core import limits
-from matchbench.datasets import dataset
+from matchbench.datasets import dataset, sizes
 from matchbench.families.lap.problem import CostMatrix, DatasetError
 
 #: Named cost ranges of Date & Nagi 2016, Sec. 6.2 (after Balas et al. 1991).
@@ -72,7 +72,7 @@ def _range_label(cost_range: str | int | float) -> str:
     return f"{cost_range}".replace("/", "_").replace(".", "p")
 
 
-@dataset("lap", disk_cache=True)
+@dataset("lap", disk_cache=True, size_hint=lambda n, **_: sizes.dense(n))
 def uniform(
     n: int, cost_range: str | int | float = "n", seed: int = 1, dtype: str = "int32"
 ) -> CostMatrix:
@@ -108,7 +108,7 @@ def uniform(
     return CostMatrix(costs, name=name, family="lap_uniform", params=params)
 
 
-@dataset("lap", disk_cache=True)
+@dataset("lap", disk_cache=True, size_hint=lambda n, **_: sizes.dense(n))
 def uniform_float(n: int, seed: int = 1, high: float = 1.0, dtype: str = "float64") -> CostMatrix:
     """Float costs drawn uniformly from ``[0, high)`` (``dtype`` float32 or float64)."""
     n = _check_n(n, "uniform_float")
@@ -124,7 +124,7 @@ def uniform_float(n: int, seed: int = 1, high: float = 1.0, dtype: str = "float6
     return CostMatrix(costs, name=name, family="lap_uniform_float", params=params)
 
 
-@dataset("lap", disk_cache=True)
+@dataset("lap", disk_cache=True, size_hint=lambda n, **_: sizes.dense(n))
 def geometric(n: int, seed: int = 1, dim: int = 2) -> CostMatrix:
     """Euclidean distances between ``n`` random points (rows) and ``n`` others (columns).
 

@@ -18,6 +18,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from matchbench.core.params import (
+    MISSING,
+    block_size,
+    choice,
+    integer,
+    positive_int,
+    renamed,
+)
 from matchbench.core.solver import BaseSolver
 
 #: BFS start level L0 (Deveci et al. 2013, Alg. 1 line 3). 2 keeps every BFS level and the
@@ -103,11 +111,17 @@ class _AugmentingPathsGPU(BaseSolver):
         BFS kernel: GPUBFS (Alg. 2) or GPUBFS-WR (Alg. 4, with the root array and its
         early exit).
     threads : {"ct", "mt"}
-        CT: a constant grid of ``ct_blocks`` x ``ct_threads`` threads that stride over
-        the vertices; MT: one thread per vertex in blocks of ``mt_threads``, the grid
+        The paper's thread assignment (not a count): CT, a constant grid of
+        ``ct_blocks`` blocks of ``threads_per_block`` threads that stride over the
+        vertices; MT, one thread per vertex in blocks of ``threads_per_block``, the grid
         capped by the device's maximum.
-    ct_blocks, ct_threads, mt_threads : int
-        Grid and block sizes (the paper's CT is 256 x 256).
+    ct_blocks : int
+        CT's grid size (the paper's CT is 256 x 256).
+    threads_per_block : int
+        The CUDA block size of every kernel, a multiple of 32 in [32, 1024].
+    ct_threads, mt_threads : int, optional
+        Deprecated spellings of ``threads_per_block`` for the CT and the MT assignment
+        (one release; a ``FutureWarning``): the one of the chosen ``threads`` sets it.
     sync : {"level", "batched", "graph"}
         How the host follows the BFS. ``level``: the paper's loop, one host read of the
         flags after every level. ``batched``: batches of levels are queued with one host
@@ -130,8 +144,8 @@ class _AugmentingPathsGPU(BaseSolver):
         thread, one warp or the whole block by its degree (< 32, < 1024, >= 1024), so that
         hub columns of power-law graphs are not walked by one thread. The paper's
         algorithms are otherwise unchanged (same levels, roots, predecessors, ALTERNATE).
-        The block sizes must be multiples of 32 with ``queue``. ``queue`` is the default:
-        it was faster than ``scan`` on the seed-family suite (``docs/benchmarks/mcm.md``).
+        ``queue`` is the configured default: it was faster than ``scan`` on the
+        seed-family suite (``docs/benchmarks/mcm.md``).
     count_edges : bool
         Instrumentation, not a variant (kept out of :meth:`variant`): build the kernels
         with an adjacency-entry counter and report ``edges_scanned``. Costs a block
@@ -161,48 +175,37 @@ class _AugmentingPathsGPU(BaseSolver):
 
     def __init__(
         self,
-        bfs: str = "wr",
-        threads: str = "ct",
-        ct_blocks: int = 256,
-        ct_threads: int = 256,
-        mt_threads: int = 256,
-        sync: str = "graph",
-        batch: int = 64,
-        frontier: str = "queue",
+        *,
+        bfs: str,
+        threads: str,
+        ct_blocks: int,
+        threads_per_block: int = MISSING,
+        sync: str,
+        batch: int,
+        frontier: str,
         count_edges: bool = False,
+        ct_threads: int | None = MISSING,
+        mt_threads: int | None = MISSING,
     ) -> None:
-        if bfs not in BFS_KINDS:
-            raise ValueError(f"bfs must be one of {BFS_KINDS}, got {bfs!r}")
-        if threads not in THREAD_LAYOUTS:
-            raise ValueError(f"threads must be one of {THREAD_LAYOUTS}, got {threads!r}")
-        if sync not in SYNC_MODES:
-            raise ValueError(f"sync must be one of {SYNC_MODES}, got {sync!r}")
-        if frontier not in FRONTIERS:
-            raise ValueError(f"frontier must be one of {FRONTIERS}, got {frontier!r}")
-        for key, value, hi in (
-            ("ct_blocks", ct_blocks, 2**31 - 1),
-            ("ct_threads", ct_threads, 1024),
-            ("mt_threads", mt_threads, 1024),
-            ("batch", batch, 4096),
-        ):
-            if not isinstance(value, int | np.integer) or not 1 <= int(value) <= hi:
-                raise ValueError(f"{key} must be an integer in [1, {hi}], got {value!r}")
-        if frontier == "queue":
-            # The queue kernels split work among whole warps (ballot and shuffles).
-            for key, value in (("ct_threads", ct_threads), ("mt_threads", mt_threads)):
-                if int(value) % 32:
-                    raise ValueError(
-                        f"{key} must be a multiple of 32 with frontier='queue', got {value!r}"
-                    )
+        threads = choice("threads", threads, THREAD_LAYOUTS)
+        # The old name of the chosen assignment's block size sets threads_per_block.
+        old = "ct_threads" if threads == "ct" else "mt_threads"
+        other = "mt_threads" if threads == "ct" else "ct_threads"
+        olds = {"ct_threads": ct_threads, "mt_threads": mt_threads}
+        if olds[other] is not None and olds[other] is not MISSING:
+            # warned about and unused, as before (the other assignment's block size)
+            renamed(other, olds[other], "threads_per_block", 0)
+        threads_per_block = renamed(old, olds[old], "threads_per_block", threads_per_block)
         super().__init__(
-            bfs=bfs,
+            bfs=choice("bfs", bfs, BFS_KINDS),
             threads=threads,
-            ct_blocks=int(ct_blocks),
-            ct_threads=int(ct_threads),
-            mt_threads=int(mt_threads),
-            sync=sync,
-            batch=int(batch),
-            frontier=frontier,
+            ct_blocks=positive_int("ct_blocks", ct_blocks, 2**31 - 1),
+            # The queue kernels split work among whole warps (ballot and shuffles), and a
+            # block of a scan kernel that is not a whole number of warps idles lanes.
+            threads_per_block=block_size("threads_per_block", threads_per_block),
+            sync=choice("sync", sync, SYNC_MODES),
+            batch=integer("batch", batch, 1, 4096),
+            frontier=choice("frontier", frontier, FRONTIERS),
         )
         self.count_edges = bool(count_edges)
         self._state: _DeviceState | None = None
@@ -338,9 +341,9 @@ class _AugmentingPathsGPU(BaseSolver):
 
     def _grid(self, n: int, max_grid: int) -> tuple[int, int]:
         p = self.params
+        block = p["threads_per_block"]
         if p["threads"] == "ct":
-            return p["ct_blocks"], p["ct_threads"]
-        block = p["mt_threads"]
+            return p["ct_blocks"], block
         return max(1, min(-(-n // block), max_grid)), block
 
     def _build_state(self, instance: Any) -> _DeviceState:

@@ -13,11 +13,11 @@ instances it is judged on there are others (held back).
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
 
+from matchbench.core.params import choice, configured, non_negative_float
 from matchbench.core.solver import BaseSolver
 
 CANDIDATES = ("gpr", "apfb", "apsb")
@@ -109,24 +109,21 @@ class MCMAuto(BaseSolver):
 
     def __init__(
         self,
-        skew_min: float = 20.0,
-        ordered_min: float = 0.5,
-        deficiency_max: float = 0.075,
-        skewed: str = "gpr",
-        low: str = "apsb",
-        high: str = "apfb",
+        *,
+        skew_min: float,
+        ordered_min: float,
+        deficiency_max: float,
+        skewed: str,
+        low: str,
+        high: str,
     ) -> None:
-        for key, value in (("skewed", skewed), ("low", low), ("high", high)):
-            if value not in CANDIDATES:
-                raise ValueError(f"{key} must be one of {CANDIDATES}, got {value!r}")
-        for key, value in (
-            ("skew_min", skew_min), ("ordered_min", ordered_min), ("deficiency_max", deficiency_max)
-        ):
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{key} must be a non-negative number, got {value!r}")
         super().__init__(
-            skew_min=float(skew_min), ordered_min=float(ordered_min),
-            deficiency_max=float(deficiency_max), skewed=skewed, low=low, high=high,
+            skew_min=non_negative_float("skew_min", skew_min),
+            ordered_min=non_negative_float("ordered_min", ordered_min),
+            deficiency_max=non_negative_float("deficiency_max", deficiency_max),
+            skewed=choice("skewed", skewed, CANDIDATES),
+            low=choice("low", low, CANDIDATES),
+            high=choice("high", high, CANDIDATES),
         )
         self._subs: dict[str, Any] = {}
         self._instance: Any = None
@@ -264,4 +261,4 @@ class MCMAuto(BaseSolver):
         from matchbench.families.mcm.apfb import APFB, APsB
         from matchbench.families.mcm.gpr import GPR
 
-        return {"gpr": GPR, "apfb": APFB, "apsb": APsB}[name]()
+        return configured({"gpr": GPR, "apfb": APFB, "apsb": APsB}[name])

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from matchbench.core.errors import DatasetError
-from matchbench.datasets import dataset
+from matchbench.datasets import dataset, sizes
 from matchbench.graphs import generators, mtx, suitesparse
 from matchbench.graphs.bipartite import BipartiteGraph
 from matchbench.graphs.mtx import read
@@ -26,7 +26,9 @@ __all__ = [
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
 
 
-def _mcm(fn: Callable[..., Any], *, disk_cache: bool = False) -> Callable[..., Any]:
+def _mcm(
+    fn: Callable[..., Any], *, disk_cache: bool = False, size_hint: Callable[..., float] | None = None
+) -> Callable[..., Any]:
     """``fn`` as an MCM dataset function of this module (the shared function stays untagged)."""
 
     @functools.wraps(fn)
@@ -34,15 +36,18 @@ def _mcm(fn: Callable[..., Any], *, disk_cache: bool = False) -> Callable[..., A
         return fn(*args, **kwargs)
 
     tagged.__module__ = __name__
-    return dataset("mcm", disk_cache=disk_cache)(tagged)
+    return dataset("mcm", disk_cache=disk_cache, size_hint=size_hint)(tagged)
 
 
-kronecker = _mcm(generators.kronecker, disk_cache=True)
-delaunay = _mcm(generators.delaunay, disk_cache=True)
-rgg = _mcm(generators.rgg, disk_cache=True)
-grid = _mcm(generators.grid, disk_cache=True)
-road = _mcm(generators.road, disk_cache=True)
-erdos_renyi = _mcm(generators.erdos_renyi, disk_cache=True)
+kronecker = _mcm(generators.kronecker, disk_cache=True, size_hint=lambda scale, edge_factor=16, **_: sizes.scaled(scale, edge_factor))
+delaunay = _mcm(generators.delaunay, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
+rgg = _mcm(generators.rgg, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
+grid = _mcm(generators.grid, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
+road = _mcm(generators.road, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
+erdos_renyi = _mcm(
+    generators.erdos_renyi, disk_cache=True,
+    size_hint=lambda scale, avg_degree=8.0, **_: sizes.scaled(scale, avg_degree),
+)
 #: ``dataset=mtx``: any Matrix Market file as the bipartite graph rows x columns.
 mtx_file = _mcm(mtx.load)
 #: ``dataset=suitesparse``: a SuiteSparse matrix, downloaded and cached.

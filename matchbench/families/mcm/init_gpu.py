@@ -17,8 +17,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from matchbench.core.params import (
+    MISSING,
+    block_size,
+    choice,
+    config_defaults,
+    non_negative_int,
+    renamed,
+)
 from matchbench.core.solver import BaseInitializer
-from matchbench.gpu.common import block_size
 
 RULES = ("ks", "greedy")
 #: Slots of the initializer's counter array (``kernels/mcm/mcm_init.cu``).
@@ -62,8 +69,10 @@ class CheapGPU(BaseInitializer):
     long_min : int
         Columns with at least this many entries are matched after the others, a warp per
         column (``mcm_init_greedy_long``); 0 walks every list with one thread.
-    threads : int
-        Threads per block (a multiple of 32).
+    threads_per_block : int
+        The CUDA block size (a multiple of 32 in [32, 1024]).
+    threads : int, optional
+        Deprecated spelling of ``threads_per_block`` (one release; a ``FutureWarning``).
 
     Notes
     -----
@@ -85,23 +94,31 @@ class CheapGPU(BaseInitializer):
     problem: ClassVar[str] = "mcm"
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("mcm_init",)
-    defaults: ClassVar[dict[str, Any]] = {
-        "rule": "ks", "local": 32, "rounds": 8, "long_min": 64, "threads": 256,
-    }
+
+    @property
+    def defaults(self) -> dict[str, Any]:  # type: ignore[override]
+        """What the ``init`` label leaves out: the values of ``conf/init/cheap_gpu.yaml``."""
+        return config_defaults("init", self.name)
 
     def __init__(
-        self, rule: str = "ks", local: int = 32, rounds: int = 8, long_min: int = 64,
-        threads: int = 256,
+        self,
+        *,
+        rule: str,
+        local: int,
+        rounds: int,
+        long_min: int,
+        threads_per_block: int = MISSING,
+        threads: int | None = MISSING,
     ) -> None:
-        if rule not in RULES:
-            raise ValueError(f"init rule must be one of {RULES}, got {rule!r}")
-        for key, value in (("local", local), ("rounds", rounds), ("long_min", long_min)):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
-                raise ValueError(f"{key} must be a non-negative integer, got {value!r}")
-        threads = block_size("threads", threads)
+        threads_per_block = renamed(
+            "threads", threads, "threads_per_block", threads_per_block, group="init"
+        )
         super().__init__(
-            rule=rule, local=int(local), rounds=int(rounds), long_min=int(long_min),
-            threads=int(threads),
+            rule=choice("rule", rule, RULES),
+            local=non_negative_int("local", local),
+            rounds=non_negative_int("rounds", rounds),
+            long_min=non_negative_int("long_min", long_min),
+            threads_per_block=block_size("threads_per_block", threads_per_block),
         )
         self._key: tuple[Any, ...] | None = None
         self._cnt: Any = None
@@ -128,7 +145,7 @@ class CheapGPU(BaseInitializer):
         self._want = cp.empty(max(int(n_cols), 1), dtype=dtype)
         self._prop = cp.empty(max(int(n_rows), 1), dtype=dtype)
         sms = int(dev.attributes["MultiProcessorCount"])
-        self._long_grid = sms * max(1, 2048 // self.params["threads"])
+        self._long_grid = sms * max(1, 2048 // self.params["threads_per_block"])
         self._key = key
         # Load every kernel once (launches with nothing to do), so no timed run loads one.
         idx = np.int64 if np.dtype(dtype) == np.int64 else np.int32
@@ -157,7 +174,7 @@ class CheapGPU(BaseInitializer):
         if (nr, nc) != self._key[:2]:
             raise ValueError(f"cheap_gpu attached for {self._key[:2]}, launched on {(nr, nc)}")
         idx = np.int64 if row_match.dtype == np.int64 else np.int32
-        t = self.params["threads"]
+        t = self.params["threads_per_block"]
         k, cnt = self._kernels, self._cnt
         k["mcm_init_reset"](
             (_grid(max(nr, nc), t),), (t,), (row_match, col_match, self._prop, idx(nr), idx(nc), cnt)

@@ -192,6 +192,8 @@ class MCM(Problem):
     objective: ClassVar[str] = "cardinality"
     sense: ClassVar[str] = "max"
     exact: ClassVar[bool] = True
+    #: the papers' protocol: the cheap matching on the host (``init=cheap_cpu``)
+    default_init: ClassVar[str | None] = "cheap_cpu"
 
     def initialize(self, instance: BipartiteGraph) -> Matching:
         """The greedy cheap matching, see :func:`matchbench.families.mcm.cheap.cheap_matching`."""

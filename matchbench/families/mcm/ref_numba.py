@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
+from matchbench.core.params import finite_float
 from matchbench.core.solver import BaseSolver
 from matchbench.graphs.bipartite import BipartiteGraph, Matching
 
@@ -515,9 +516,9 @@ class PushRelabel(_NumbaMCMSolver):
 
     name: ClassVar[str] = "pr"
 
-    def __init__(self, k: float = 0.5) -> None:
+    def __init__(self, *, k: float) -> None:
+        self.k = finite_float("k", k)
         super().__init__(k=k)
-        self.k = float(k)
 
     def _call(self, graph: BipartiteGraph, m: Matching) -> dict[str, int | float]:
         pushes, doubles, grs, dropped = push_relabel_kernel(

@@ -45,7 +45,7 @@ from numba import njit, prange
 
 from matchbench.core.errors import DatasetError
 from matchbench.core.paths import resolve_path
-from matchbench.datasets import dataset
+from matchbench.datasets import dataset, sizes
 from matchbench.families.mwpm.problem import CompleteGraph
 
 __all__ = [
@@ -170,7 +170,7 @@ def _graph(w: np.ndarray, nv: int, family: str, params: dict[str, Any]) -> Compl
     )
 
 
-@dataset("mwpm")
+@dataset("mwpm", size_hint=lambda n, **_: sizes.dense(n))
 def complete_uniform(n: int, seed: int = 0) -> CompleteGraph:
     """Weights uniform on [0, 1] (Hovland 2020, Sec. 5.1, "random weight graphs").
 
@@ -195,7 +195,7 @@ def complete_uniform(n: int, seed: int = 0) -> CompleteGraph:
     return _graph(w, nv, "complete_uniform", {"n": nv, "seed": seed})
 
 
-@dataset("mwpm")
+@dataset("mwpm", size_hint=lambda n, **_: sizes.dense(n))
 def complete_exponential(n: int, seed: int = 0, rate: float = EXPONENTIAL_RATE) -> CompleteGraph:
     """Exponential weights, density ``rate * exp(-rate x)`` (Hovland 2020, Sec. 5.1, rate 3.5).
 
@@ -219,7 +219,7 @@ def complete_exponential(n: int, seed: int = 0, rate: float = EXPONENTIAL_RATE) 
     return g
 
 
-@dataset("mwpm")
+@dataset("mwpm", size_hint=lambda n, **_: sizes.dense(n))
 def complete_geometric(n: int, seed: int = 0) -> CompleteGraph:
     """Euclidean distances between ``n`` uniform points of the unit square (Sec. 5.1).
 

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
+from matchbench.core.params import config_defaults, non_negative_int
 from matchbench.core.solver import BaseInitializer
 from matchbench.families.mwpm.problem import CompleteGraph, PerfectMatching, matching_weight
 from matchbench.graphs.weighted import precedes
@@ -150,12 +151,14 @@ class ShuffledInit(_MWPMInit):
     """
 
     name: ClassVar[str] = "mwpm_shuffled"
-    defaults: ClassVar[dict[str, Any]] = {"seed": 0}
 
-    def __init__(self, seed: int = 0) -> None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"mwpm_shuffled: seed must be an integer >= 0, not {seed!r}")
-        super().__init__(seed=seed)
+    @property
+    def defaults(self) -> dict[str, Any]:  # type: ignore[override]
+        """What the ``init`` label leaves out: the values of ``conf/init/mwpm_shuffled.yaml``."""
+        return config_defaults("init", self.name)
+
+    def __init__(self, *, seed: int) -> None:
+        super().__init__(seed=non_negative_int("mwpm_shuffled: seed", seed))
 
     def _mate(self, instance: CompleteGraph) -> np.ndarray:
         return shuffled_matching(instance.n, self.params["seed"])

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 import numpy as np
 from numba import njit
 
+from matchbench.core.params import non_negative_float, non_negative_int
 from matchbench.core.solver import BaseSolver
 from matchbench.families.mwpm.init import neighbour_matching
 from matchbench.families.mwpm.problem import CompleteGraph, PerfectMatching
@@ -187,22 +188,11 @@ class Roma(BaseSolver):
     problem: ClassVar[str] = "mwpm"
     device: ClassVar[str] = "cpu"
 
-    def __init__(self, max_phases: int = 8, threshold: float = 1e-5, seed: int = 0) -> None:
-        if isinstance(max_phases, bool) or not isinstance(max_phases, int) or max_phases < 0:
-            raise ValueError(f"roma: max_phases must be an integer >= 0, not {max_phases!r}")
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not np.isfinite(threshold)
-            or threshold < 0
-        ):
-            raise ValueError(f"roma: threshold must be a finite number >= 0, not {threshold!r}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ValueError(f"roma: seed must be an integer >= 0, not {seed!r}")
+    def __init__(self, *, max_phases: int, threshold: float, seed: int) -> None:
+        self.max_phases = non_negative_int("roma: max_phases", max_phases)
+        self.threshold = non_negative_float("roma: threshold", threshold)
+        self.seed = non_negative_int("roma: seed", seed)
         super().__init__(max_phases=max_phases, threshold=threshold, seed=seed)
-        self.max_phases = max_phases
-        self.threshold = float(threshold)
-        self.seed = seed
         self._graph: CompleteGraph | None = None
         self._mate: np.ndarray | None = None
         self._answer: PerfectMatching | None = None

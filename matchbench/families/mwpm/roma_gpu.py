@@ -22,10 +22,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from matchbench.core.params import block_size, choice, non_negative_float, non_negative_int
 from matchbench.core.solver import BaseSolver
 from matchbench.families.mwpm.init import neighbour_matching
 from matchbench.families.mwpm.problem import CompleteGraph, PerfectMatching
-from matchbench.gpu.common import block_size, device_matrix, resident_matrix
+from matchbench.gpu.common import device_matrix, resident_matrix
 
 #: Slots of the kernel's stats array (kernels/mwpm/roma.cu).
 FLIPS, ATTEMPTS, GAIN = 0, 1, 2
@@ -67,34 +68,22 @@ class _RomaGPU(BaseSolver):
 
     def __init__(
         self,
-        max_phases: int = 8,
-        threshold: float = 1e-5,
-        threads_per_block: int = 1024,
-        on_fail: str = "wait",
+        *,
+        max_phases: int,
+        threshold: float,
+        threads_per_block: int,
+        on_fail: str | None = None,
     ) -> None:
-        if isinstance(max_phases, bool) or not isinstance(max_phases, int) or max_phases < 0:
-            raise ValueError(f"{self.name}: max_phases must be an integer >= 0, not {max_phases!r}")
-        if (
-            isinstance(threshold, bool)
-            or not isinstance(threshold, int | float)
-            or not np.isfinite(threshold)
-            or threshold < 0
-        ):
-            raise ValueError(f"{self.name}: threshold must be a finite number >= 0, not {threshold!r}")
-        tpb = block_size(f"{self.name}: threads_per_block", threads_per_block)
-        if on_fail not in self._on_fail:
-            raise ValueError(
-                f"{self.name}: on_fail must be one of {', '.join(map(repr, self._on_fail))}, "
-                f"not {on_fail!r}"
-            )
-        params = dict(max_phases=max_phases, threshold=threshold, threads_per_block=tpb)
+        if on_fail is None and len(self._on_fail) == 1:  # roma1_gpu's one choice, unconfigured
+            on_fail = self._on_fail[0]
+        self.max_phases = non_negative_int(f"{self.name}: max_phases", max_phases)
+        self.threshold = non_negative_float(f"{self.name}: threshold", threshold)
+        self.tpb = block_size(f"{self.name}: threads_per_block", threads_per_block)
+        self.on_fail = choice(f"{self.name}: on_fail", on_fail, self._on_fail)
+        params = dict(max_phases=max_phases, threshold=threshold, threads_per_block=self.tpb)
         if self.name == "roma2_gpu":
             params["on_fail"] = on_fail
         super().__init__(**params)
-        self.on_fail = on_fail
-        self.max_phases = max_phases
-        self.threshold = float(threshold)
-        self.tpb = tpb
         self._st: dict[str, Any] | None = None
         self._answer: PerfectMatching | None = None
         self._counters: dict[str, Any] = {}

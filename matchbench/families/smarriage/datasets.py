@@ -50,7 +50,7 @@ from numba import njit, prange
 from matchbench.core import limits
 from matchbench.core.errors import DatasetError
 from matchbench.core.paths import resolve_path
-from matchbench.datasets import dataset
+from matchbench.datasets import dataset, sizes
 from matchbench.families.smarriage.problem import (
     Preferences,
     _check_lists,
@@ -326,7 +326,7 @@ def _random_bits(n_keys: int, size: int, rng: np.random.Generator) -> np.ndarray
     return rng.integers(0, 1 << r, size=size, dtype=np.int64)
 
 
-@dataset("smarriage", disk_cache=True)
+@dataset("smarriage", disk_cache=True, size_hint=lambda n, **_: sizes.dense(n))
 def sm_easy(n: int, seed: int = 0) -> Preferences:
     """The "easy" SMI instance: short random lists, each woman ranking her suitors.
 
@@ -390,7 +390,7 @@ def sm_easy(n: int, seed: int = 0) -> Preferences:
     )
 
 
-@dataset("smarriage", disk_cache=True)
+@dataset("smarriage", disk_cache=True, size_hint=lambda n, **_: sizes.dense(n))
 def sm_hard(n: int, seed: int = 0) -> Preferences:
     """The "hard" SM instance: one random master list per side.
 
@@ -425,7 +425,7 @@ def _lemma31_name(n_men: int, n_women: int, avg_degree: float, seed: int, ties: 
     return f"lemma31_m{n_men}_w{n_women}_d{avg_degree:g}_s{seed}" + ("_ties" if ties else "")
 
 
-@dataset("wmatch", disk_cache=True)
+@dataset("wmatch", disk_cache=True, size_hint=lambda n_men, avg_degree, **_: sizes.lists(n_men, avg_degree))
 def lemma31_graph(
     n_men: int, n_women: int, avg_degree: float, seed: int = 0, ties: bool = False
 ) -> WeightedGraph:
@@ -475,7 +475,7 @@ def lemma31_graph(
     )
 
 
-@dataset("smarriage", disk_cache=True)
+@dataset("smarriage", disk_cache=True, size_hint=lambda n_men, avg_degree, **_: sizes.lists(n_men, avg_degree))
 def sm_lemma31(
     n_men: int, n_women: int, avg_degree: float, seed: int = 0, ties: bool = False
 ) -> Preferences:

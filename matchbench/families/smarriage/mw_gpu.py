@@ -17,12 +17,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from matchbench.core.params import block_size, choice
 from matchbench.core.solver import BaseSolver
 from matchbench.families.smarriage.problem import SMatching
-from matchbench.gpu.common import block_size
 
 #: Slots of the kernel's stats array.
 PROPOSALS, SCANNED, DISPLACED = 0, 1, 2
+#: ``master_kernel`` values (the class docstring).
+MASTER_KERNELS = ("fast", "lists")
 
 
 class MWGPU(BaseSolver):
@@ -53,11 +55,11 @@ class MWGPU(BaseSolver):
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("smarriage",)
 
-    def __init__(self, threads_per_block: int = 256, master_kernel: str = "fast") -> None:
-        tpb = block_size("threads_per_block", threads_per_block)
-        if master_kernel not in ("fast", "lists"):
-            raise ValueError(f"mw_gpu: master_kernel must be 'fast' or 'lists', not {master_kernel!r}")
-        super().__init__(threads_per_block=tpb, master_kernel=master_kernel)
+    def __init__(self, *, threads_per_block: int, master_kernel: str) -> None:
+        super().__init__(
+            threads_per_block=block_size("threads_per_block", threads_per_block),
+            master_kernel=choice("mw_gpu: master_kernel", master_kernel, MASTER_KERNELS),
+        )
         self._state: dict[str, Any] | None = None
         self._ran = False
         self._t_solve = self._t_transfer = float("nan")

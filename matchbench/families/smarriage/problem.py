@@ -869,6 +869,8 @@ class SM(Problem):
     objective: ClassVar[str] = "pairs"
     sense: ClassVar[str] = "max"
     exact: ClassVar[bool] = True
+    #: the stable-marriage papers' TEPS: proposals per second of the solve
+    rate_columns: ClassVar[dict[str, str]] = {"proposals_per_s": "proposals"}
 
     def verify(self, instance: Preferences, solution: Any) -> Verification:
         nan = float("nan")

@@ -499,7 +499,7 @@ class _SMParallel(_SMCPU):
         Naming ``threads``, for a value that is not a positive integer or None.
     """
 
-    def __init__(self, threads: int | None = None) -> None:
+    def __init__(self, *, threads: int | None) -> None:
         self.threads = parse_threads(threads)
         super().__init__(threads=threads)
 

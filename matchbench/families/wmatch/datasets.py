@@ -28,18 +28,16 @@ return another graph for the same arguments must bump
 from __future__ import annotations
 
 import os
-import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from matchbench.core.errors import DatasetError, DatasetWarning
-from matchbench.core.paths import resolve_path
-from matchbench.datasets import dataset
+from matchbench.core.errors import DatasetError
+from matchbench.datasets import dataset, sizes
 from matchbench.graphs import generators as G
 from matchbench.graphs.bipartite import INT32_MAX, BipartiteGraph
-from matchbench.graphs.weighted import WeightedGraph, merge_max, merge_min, uniform_weights
+from matchbench.graphs.mtx import read_weighted, stem
+from matchbench.graphs.weighted import WeightedGraph, uniform_weights
 
 __all__ = [
     "SMOKE",
@@ -109,10 +107,6 @@ def capacities(
 # Matrix Market
 
 
-def _fail(path: Path, msg: str) -> DatasetError:
-    return DatasetError(f"wmatch graph_mtx {path}: {msg}")
-
-
 @dataset("wmatch")
 def graph_mtx(
     path: str | os.PathLike,
@@ -170,101 +164,21 @@ def graph_mtx(
     symmetrized here, weight ``max(|a_ij|, |a_ji|)`` (an absent entry counts 0), and says so:
     ``params["symmetrized"] = True``, ``params["n_asymmetric"]`` = the pairs whose two
     entries differ. ``skew-symmetric`` and ``hermitian`` (real) headers read as
-    ``symmetric`` (the absolute values agree).
+    ``symmetric`` (the absolute values agree). The reading is the one shared with the
+    community family, :func:`matchbench.graphs.mtx.read_weighted` with ``absolute=True``.
     """
-    import fast_matrix_market as fmm
-
-    from matchbench.graphs.mtx import _read_header, _stem, _translate
-
-    p = resolve_path(path, data_dir)
-    if not p.is_file():
-        raise _fail(p, "no such file")
-    try:
-        header = _read_header(p)
-    except DatasetError as exc:
-        raise DatasetError(f"wmatch graph_mtx: {exc}") from None
-    if header.nrows != header.ncols:
-        raise _fail(
-            p, f"the matrix is not square ({header.nrows} x {header.ncols}); a graph needs n x n"
-        )
-    long_type = header.nrows > INT32_MAX
-    try:
-        (data, (rows, cols)), shape = fmm.read_coo(
-            str(p), long_type=long_type, generalize_symmetry=False
-        )
-    except (ValueError, OverflowError, RuntimeError, MemoryError, OSError, EOFError) as exc:
-        raise DatasetError(f"wmatch graph_mtx: {_translate(p, exc, header)}") from None
-    n = int(shape[0])
-    n_entries = int(rows.shape[0])
-    pattern = header.field == "pattern"
-    rows = rows.astype(np.int64)
-    cols = cols.astype(np.int64)
-    values = np.ones(n_entries) if pattern else np.abs(np.asarray(data, dtype=np.float64))
-    del data
-    bad = ~np.isfinite(values)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise _fail(
-            p,
-            f"entry ({rows[k] + 1}, {cols[k] + 1}) is {values[k]}; weights must be finite "
-            f"({int(bad.sum())} such entries)",
-        )
-    diagonal = rows == cols
-    n_diagonal = int(np.count_nonzero(diagonal))
-    off = ~diagonal
-    rows, cols, values = rows[off], cols[off], values[off]
-    symmetrized = header.symmetry == "general"
-    n_duplicates = 0
-    n_asymmetric = 0
-    if symmetrized:
-        dkey, dval = merge_max(rows * n + cols, values)
-        n_duplicates = int(rows.shape[0] - dkey.shape[0])
-        r, c = np.divmod(dkey, n)
-        ukey = np.minimum(r, c) * n + np.maximum(r, c)
-        key, w = merge_max(ukey, dval)
-        # A pair is asymmetric when stored in one direction only or with two |values|.
-        counts = np.unique(ukey, return_counts=True)[1]
-        n_asymmetric = int(np.count_nonzero((counts == 1) | (w != merge_min(ukey, dval))))
-        del dkey, dval, r, c, ukey
-    else:
-        key, w = merge_max(np.minimum(rows, cols) * n + np.maximum(rows, cols), values)
-        n_duplicates = int(rows.shape[0] - key.shape[0])
-    del rows, cols, values
-    if n_duplicates:
-        warnings.warn(
-            f"wmatch graph_mtx {p}: {n_duplicates} duplicate entries merged (largest |value|)",
-            DatasetWarning,
-            stacklevel=2,
-        )
+    entries = read_weighted(path, data_dir, where="wmatch graph_mtx", absolute=True)
+    n, p, pattern = entries.n, entries.path, entries.pattern
+    u, v, w, info = entries.edges()
     if pattern:
-        w = uniform_weights(key.shape[0], weight_seed)
-        n_zero = 0
-    else:
-        nonzero = w > 0
-        n_zero = int(np.count_nonzero(~nonzero))
-        key, w = key[nonzero], w[nonzero]
-    if key.shape[0] == 0:
-        raise _fail(p, "no edge left after dropping the diagonal and zero weights")
-    u, v = np.divmod(key, n)
+        w = uniform_weights(u.shape[0], weight_seed)
+        info["weight_seed"] = int(weight_seed)
     where = _where(f"graph_mtx {p}")
     b, suffix, cap_info = capacities(capacity, n, capacity_max, capacity_seed, where)
-    info: dict[str, Any] = {
-        "path": str(p),
-        "field": header.field,
-        "symmetry": header.symmetry,
-        "n_entries": n_entries,
-        "n_diagonal": n_diagonal,
-        "n_zero": n_zero,
-        "n_duplicates": n_duplicates,
-        "symmetrized": symmetrized,
-        "n_asymmetric": n_asymmetric,
-    }
-    if pattern:
-        info["weight_seed"] = int(weight_seed)
     info.update(cap_info)
     info.update(params or {})
     return WeightedGraph.from_edges(
-        u, v, w, n, b=b, name=(name or _stem(p)) + suffix, family=family, params=info
+        u, v, w, n, b=b, name=(name or stem(p)) + suffix, family=family, params=info
     )
 
 
@@ -281,19 +195,17 @@ def graph_suitesparse(
     """SuiteSparse matrix ``Group/Name`` (fetched once, see
     :func:`~matchbench.graphs.suitesparse.resolve`) read by :func:`graph_mtx`; family
     ``suitesparse``, ``params["suitesparse"] = "Group/Name"``."""
-    from matchbench.graphs.suitesparse import _split, resolve
+    from matchbench.graphs.suitesparse import read_with
 
-    path = resolve(name, data_dir, offline)
-    group, matrix = _split(name)
-    return graph_mtx(
-        path,
+    return read_with(
+        graph_mtx,
+        name,
+        data_dir,
+        offline,
         weight_seed=weight_seed,
         capacity=capacity,
         capacity_max=capacity_max,
         capacity_seed=capacity_seed,
-        name=matrix,
-        family="suitesparse",
-        params={"suitesparse": f"{group}/{matrix}"},
     )
 
 
@@ -338,7 +250,7 @@ def _weighted(
     )
 
 
-@dataset("wmatch", disk_cache=True)
+@dataset("wmatch", disk_cache=True, size_hint=lambda scale, edge_factor=16, **_: sizes.scaled(scale, edge_factor))
 def kronecker(
     scale: int,
     edge_factor: int = 16,
@@ -366,7 +278,7 @@ def kronecker(
     return _weighted(g, weights, weight_seed, capacity, capacity_max, capacity_seed)
 
 
-@dataset("wmatch", disk_cache=True)
+@dataset("wmatch", disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 def delaunay(
     scale: int,
     seed: int = 1,
@@ -386,7 +298,7 @@ def delaunay(
     return _weighted(g, weights, weight_seed, capacity, capacity_max, capacity_seed, points)
 
 
-@dataset("wmatch", disk_cache=True)
+@dataset("wmatch", disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 def rgg(
     scale: int,
     seed: int = 1,
@@ -404,7 +316,7 @@ def rgg(
     return _weighted(g, weights, weight_seed, capacity, capacity_max, capacity_seed, points)
 
 
-@dataset("wmatch", disk_cache=True)
+@dataset("wmatch", disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 def grid(
     scale: int,
     seed: int = 1,
@@ -420,7 +332,7 @@ def grid(
     return _weighted(g, weights, weight_seed, capacity, capacity_max, capacity_seed)
 
 
-@dataset("wmatch", disk_cache=True)
+@dataset("wmatch", disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 def road(
     scale: int,
     seed: int = 1,

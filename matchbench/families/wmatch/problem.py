@@ -60,7 +60,7 @@ from matchbench.core.problem import Problem, Verification
 from matchbench.graphs.weighted import (
     NPZ_VERSION,
     WeightedGraph,
-    _find,
+    csr_find,
     edge_order,
     edge_order_key,
     precedes,
@@ -152,12 +152,12 @@ def _mark_pairs(n, ptr, ind, mu, mv, matched):
             return 1, k
         if x == y:
             return 2, k
-        p = _find(ptr, ind, x, y)
+        p = csr_find(ptr, ind, x, y)
         if p < 0:
             return 3, k
         if matched[p]:
             return 4, k
-        q = _find(ptr, ind, y, x)
+        q = csr_find(ptr, ind, y, x)
         matched[p] = True
         matched[q] = True
     return 0, -1
@@ -345,6 +345,8 @@ class WMatch(Problem):
     objective: ClassVar[str] = "weight"
     sense: ClassVar[str] = "max"
     exact: ClassVar[bool] = False
+    #: Suitor's and b-Suitor's proposals per second of the solve
+    rate_columns: ClassVar[dict[str, str]] = {"proposals_per_s": "proposals"}
 
     def verify(self, instance: WeightedGraph, solution: Any) -> Verification:
         """Certify that ``solution`` is the greedy (b-)matching of ``instance``.
@@ -428,7 +430,7 @@ class WMatch(Problem):
             # certified equal to the optimum: its weight is the tightest bound
             return Verification(True, None, weight, bound=reference, reference=reference)
         if code == 2:
-            pos = _find(instance.ptr, instance.ind, x, y)
+            pos = csr_find(instance.ptr, instance.ind, x, y)
             return Verification(
                 False,
                 f"{where}: not the greedy matching: unmatched edge ({int(x)}, {int(y)}) of weight "

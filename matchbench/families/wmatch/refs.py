@@ -495,9 +495,9 @@ class _NetworKit(_WMatchCPU):
         OpenMP threads (``networkit.setNumberOfThreads``); None: every core of the host.
     """
 
-    def __init__(self, threads: int | None = 1) -> None:
-        super().__init__(threads=threads)
+    def __init__(self, *, threads: int | None) -> None:
         self.threads = parse_threads(threads)
+        super().__init__(threads=threads)
         self._nk_graph: Any = None
         self._nk_for: WeightedGraph | None = None
         self._raw: Any = None

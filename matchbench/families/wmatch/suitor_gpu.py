@@ -30,8 +30,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from matchbench.core.params import block_size, choice, non_negative_int
 from matchbench.core.solver import BaseSolver
-from matchbench.gpu.common import block_size
 
 #: ``variant`` values of :class:`SuitorGPU`, in the kernel's numbering.
 VARIANTS = {"nosync": 0, "syncnolb": 1, "synclb": 2, "hybrid": 3}
@@ -132,16 +132,6 @@ class _DeviceState:
     kernels: dict[str, Any]
     upload_s: float
     rank_s: float = float("nan")
-
-
-def _check_int(name: str, value: Any, allowed: tuple[int, ...] | None = None, lo: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if allowed is not None and int(value) not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
-    if int(value) < lo:
-        raise ValueError(f"{name} must be >= {lo}, got {value!r}")
-    return int(value)
 
 
 class _WMatchGPU(BaseSolver):
@@ -356,21 +346,13 @@ class SuitorGPU(_WMatchGPU):
     _kernel_names: ClassVar[tuple[str, ...]] = ("wmatch_suitor", "wmatch_suitor_mate")
 
     def __init__(
-        self,
-        variant: str = "nosync",
-        threads_per_block: int = 128,
-        vertices_per_warp: int = 32,
-        lb_iterations: int = 4,
+        self, *, variant: str, threads_per_block: int, vertices_per_warp: int, lb_iterations: int
     ) -> None:
-        if variant not in VARIANTS:
-            raise ValueError(
-                f"suitor_gpu variant must be one of {tuple(VARIANTS)}, got {variant!r}"
-            )
-        tpb = _check_int("threads_per_block", threads_per_block, THREADS_PER_BLOCK)
-        vpw = _check_int("vertices_per_warp", vertices_per_warp, VERTICES_PER_WARP)
-        k = _check_int("lb_iterations", lb_iterations, lo=0)
         super().__init__(
-            variant=variant, threads_per_block=tpb, vertices_per_warp=vpw, lb_iterations=k
+            variant=choice("suitor_gpu variant", variant, VARIANTS),
+            threads_per_block=choice("threads_per_block", threads_per_block, THREADS_PER_BLOCK),
+            vertices_per_warp=choice("vertices_per_warp", vertices_per_warp, VERTICES_PER_WARP),
+            lb_iterations=non_negative_int("lb_iterations", lb_iterations),
         )
 
     def _allocate(
@@ -456,9 +438,8 @@ class LDGPU(_WMatchGPU):
         "wmatch_ld_enqueue",
     )
 
-    def __init__(self, threads_per_block: int = 256) -> None:
-        tpb = block_size("threads_per_block", threads_per_block)
-        super().__init__(threads_per_block=tpb)
+    def __init__(self, *, threads_per_block: int) -> None:
+        super().__init__(threads_per_block=block_size("threads_per_block", threads_per_block))
 
     def _allocate(
         self, instance: Any, n: int, idx: Any, d_ptr: Any
@@ -550,9 +531,8 @@ class BSuitorGPU(_WMatchGPU):
     name: ClassVar[str] = "bsuitor_gpu"
     _kernel_names: ClassVar[tuple[str, ...]] = ("wmatch_bsuitor_reset", "wmatch_bsuitor")
 
-    def __init__(self, threads_per_block: int = 128) -> None:
-        tpb = block_size("threads_per_block", threads_per_block)
-        super().__init__(threads_per_block=tpb)
+    def __init__(self, *, threads_per_block: int) -> None:
+        super().__init__(threads_per_block=block_size("threads_per_block", threads_per_block))
 
     def skip(self, instance: Any) -> tuple[bool, str | None]:
         return self._memory_skip(instance)  # any capacities

@@ -1,0 +1,181 @@
+"""The stages of GPU Louvain on the host: the loop, its parameters and its result.
+
+:func:`drive` is the control flow of paper III (Alg. 1 lines 3-12 per stage, the stages, the
+thresholds) over a *backend* that runs the steps: the device
+(:class:`matchbench.families.community.louvain_gpu._DeviceLevels`, CuPy and the kernels) or
+the host model (:class:`matchbench.families.community.louvain_model.HostModel`, numba).
+:func:`check_params` is the one check of the method's parameters, for the solver and both
+functions; :func:`finish` turns a run into the family's answer, counters and timings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from matchbench.core.params import choice, non_negative_float, non_negative_int, positive_int
+from matchbench.families.community.problem import Partition
+
+#: ``commit`` values: after every degree bucket (Alg. 1 lines 8-11), or at the end of each
+#: iteration (paper III, Sec. 5, the "relaxed" approach).
+COMMIT_MODES = ("bucket", "iteration")
+#: The threshold grid of paper III, Sec. 5 (Figs. 1-2): ``(t_bin, t_final) = (10^k, 10^l)``,
+#: ``k = -1..-4``, ``l = -3..-7``.
+THRESHOLD_SWEEP = {
+    "t_bin": tuple(10.0**k for k in range(-1, -5, -1)),
+    "t_final": tuple(10.0**k for k in range(-3, -8, -1)),
+}
+#: The per-stage counters (lists, one entry per stage run) of every Louvain run.
+STAGE_KEYS = (
+    "level_vertices",
+    "level_edges",
+    "level_threshold",
+    "level_iterations",
+    "level_moves",
+    "level_q",
+    "level_q_start",
+    "level_two_m",
+    "level_buckets",
+    "level_merge_buckets",
+)
+
+
+@dataclass
+class Outcome:
+    """What :func:`drive` returns: the stages' labels, the kept Q, the per-stage counters and
+    the (stage, step, start, end) marks of the backend's clock."""
+
+    levels: list[Any]
+    q_kept: float
+    stage: dict[str, list[Any]]
+    marks: list[tuple[int, str, Any, Any]]
+
+
+def drive(
+    be: Any, t_bin: float, t_final: float, bin_limit: int, relaxed: bool, max_iterations: int
+) -> Outcome:
+    """The stages of paper III on backend ``be``: the control flow of the sequential reference.
+
+    Each stage: setup (Alg. 1 line 2), iterations (lines 3-12) until one moves nothing, gains
+    less than the threshold, or ``max_iterations``. With ``relaxed`` (commit at the end of the
+    iteration) an iteration gaining less than the threshold is undone, as the reference does;
+    with bucket commits (moves of one bucket are simultaneous, so Q can drop) an iteration
+    that lowers Q is undone, so a stage never ends below its previous iteration. Stages as
+    :func:`matchbench.families.community.louvain.louvain`: ``t_bin`` while the graph has more than
+    ``bin_limit`` vertices, then ``t_final``; a stage without moves (or below its start) ends
+    the method, after one retry under ``t_final``; a stage whose communities are all
+    singletons is not contracted and ends it.
+    """
+    levels: list[Any] = []
+    stage: dict[str, list[Any]] = {k: [] for k in STAGE_KEYS}
+    marks: list[tuple[int, str, Any, Any]] = []
+    use_bin = True
+    q_kept: float | None = None
+    while True:
+        r = len(stage["level_q"])
+        n = be.n
+        binned = use_bin and n > bin_limit
+        threshold = float(t_bin if binned else t_final)
+        t0 = be.mark()
+        two_m, q_start = be.setup()
+        q, iters, moves = q_start, 0, 0
+        if two_m > 0:
+            while iters < max_iterations:
+                iters += 1
+                moved, inside, spread = be.iterate()
+                if moved == 0:
+                    break
+                q_new = inside / two_m - spread / (two_m * two_m)  # Eq. 1
+                if (q_new - q < threshold) if relaxed else (q_new < q):
+                    be.reject()
+                    break
+                be.accept()
+                moves += moved
+                gain = q_new - q
+                q = q_new
+                if gain < threshold:  # Alg. 1 line 12
+                    break
+        t1 = be.mark()
+        marks.append((r, "optimize", t0, t1))
+        if q_kept is None:
+            q_kept = float(q_start)
+        values = (
+            n, be.nnz, threshold, iters, moves, float(q), float(q_start), float(two_m),
+            list(be.bucket_counts), None,
+        )
+        for key, value in zip(STAGE_KEYS, values, strict=True):
+            stage[key].append(value)
+        if moves == 0 or q < q_start:
+            if binned:
+                use_bin = False
+                continue
+            break
+        k = be.renumber()
+        stage["level_merge_buckets"][-1] = list(be.merge_counts)
+        if k == n:  # all singletons: contracting changes nothing
+            marks.append((r, "aggregate", t1, be.mark()))
+            break
+        levels.append(be.contract())
+        marks.append((r, "aggregate", t1, be.mark()))
+        q_kept = float(q)
+        if q - q_start < threshold:
+            if binned:
+                use_bin = False
+                continue
+            break
+    return Outcome(levels, float(q_kept), stage, marks)
+
+
+def finish(
+    out: Outcome, community: np.ndarray, levels: list[np.ndarray], seconds: dict[str, float],
+    extra: dict[str, Any],
+) -> tuple[Partition, dict[str, Any], dict[str, float]]:
+    """The answer, counters and timings of a run, from its outcome and its labels on the host."""
+    st = out.stage
+    counters: dict[str, Any] = {
+        "levels": len(levels),
+        "iterations": int(sum(st["level_iterations"])),
+        "moves": int(sum(st["level_moves"])),
+        "communities": int(community.max()) + 1 if community.size else 0,
+        **st,
+    }
+    t0 = seconds.get("level0_optimize")
+    if st["level_iterations"] and t0:
+        # the paper's TEPS (Sec. 5): entries hashed per second in the first optimization phase,
+        # each iteration hashing all 2|E| CSR entries
+        counters["first_phase_edges_per_s"] = (
+            st["level_iterations"][0] * st["level_edges"][0] / t0
+        )
+    counters.update(extra)
+    return Partition(community, levels or None, out.q_kept), counters, seconds
+
+
+def check_params(
+    t_bin: Any, t_final: Any, bin_limit: Any, commit: Any, max_iterations: Any
+) -> None:
+    """The one check of the method's parameters (:class:`LouvainGPU`, :func:`louvain_gpu`,
+    :func:`louvain_gpu_model`); ``ValueError`` naming the parameter."""
+    non_negative_float("louvain_gpu: t_bin", t_bin)
+    non_negative_float("louvain_gpu: t_final", t_final)
+    non_negative_int("louvain_gpu: bin_limit", bin_limit)
+    choice("louvain_gpu: commit", commit, COMMIT_MODES)
+    positive_int("louvain_gpu: max_iterations", max_iterations)
+
+
+def loop_array(loop: Any, n: int) -> np.ndarray:
+    """The self-loop weights of ``n`` vertices as float64 (zeros for None), checked."""
+    if loop is None:
+        return np.zeros(n, dtype=np.float64)
+    arr = np.ascontiguousarray(loop, dtype=np.float64)
+    if arr.shape != (n,) or not (np.isfinite(arr).all() and (arr >= 0).all()):
+        raise ValueError(f"louvain_gpu: loop must be {n} finite weights >= 0")
+    return arr
+
+
+def empty_result() -> tuple[Partition, dict[str, Any], dict[str, float]]:
+    """The answer, counters and timings of a graph without vertices."""
+    counters: dict[str, Any] = {"levels": 0, "iterations": 0, "moves": 0, "communities": 0}
+    counters.update({k: [] for k in STAGE_KEYS})
+    return Partition(np.zeros(0, dtype=np.int64), None, 0.0), counters, {}
