@@ -114,6 +114,7 @@ def test_sweep_writes_rows_incrementally_and_resumes(tmp_path):
     # resume: nothing new runs, nothing is lost
     for p in plans:
         p.run["resume"] = True
+        p.run["id"] = summary["run_id"]
     log = io.StringIO()
     again = execute(plans, stream=log)
     assert again["run_id"] == summary["run_id"] and again["tasks"] == 0

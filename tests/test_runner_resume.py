@@ -10,6 +10,7 @@ again and the final run holds each task once.
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -74,3 +75,76 @@ def test_half_written_task_file_is_never_read_and_resume_reruns_its_task(tmp_pat
     assert after.task_id.nunique() == 3 and after.groupby(["task_id", "repetition"]).size().max() == 1
     assert len(after) == 6 and (after.status == "ok").all()
     assert part.exists() and not tmp.exists()  # the rerun's file replaced the torn one
+
+
+# ---------------------------------------------------------------------------------------
+# Nothing already written is replaced: reused ids, guessed resumes, locks, a full disk
+
+
+def _exit(fn) -> tuple[int, str]:
+    log = io.StringIO()
+    with pytest.raises(SystemExit) as info:
+        fn(log)
+    return info.value.code, log.getvalue()
+
+
+def test_a_reused_run_id_without_resume_is_refused_and_nothing_is_replaced(tmp_path):
+    first = execute([_plan(tmp_path)], stream=io.StringIO())
+    files = {p: p.stat().st_mtime_ns for p in Path(first["dir"]).glob("part-*.parquet")}
+    code, log = _exit(lambda s: execute([_plan(tmp_path)], stream=s))
+    assert code == 2 and log.count("\n") == 1
+    assert "run.id=half already holds results" in log and "run.resume=true" in log
+    assert {p: p.stat().st_mtime_ns for p in Path(first["dir"]).glob("part-*.parquet")} == files
+
+
+def test_resume_without_a_run_id_is_refused_naming_the_newest_run(tmp_path):
+    execute([_plan(tmp_path)], stream=io.StringIO())
+    plan = _plan(tmp_path, resume=True)
+    plan.run.pop("id")
+    code, log = _exit(lambda s: execute([plan], stream=s))
+    assert code == 2 and "run.resume=true needs run.id" in log and "is half" in log
+
+
+@pytest.mark.parametrize("bad", ["../../x", "a/b", ".x"])
+def test_an_unsafe_run_id_is_refused_before_anything_is_written(tmp_path, bad):
+    code, log = _exit(lambda s: execute([_plan(tmp_path, id=bad)], stream=s))
+    assert code == 2 and "is not a safe name" in log
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").rglob("*.parquet"))
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_run_held_by_a_live_sweep_is_refused(tmp_path):
+    import json
+    import socket
+
+    from matchbench.results.store import RunWriter
+
+    w = RunWriter(tmp_path / "runs", "half", "2026-01-01")
+    (w.dir / "_lock").write_text(json.dumps({"host": socket.gethostname(), "pid": os.getppid()}))
+    code, log = _exit(lambda s: execute([_plan(tmp_path, resume=True)], stream=s))
+    assert code == 2 and "being written by another sweep" in log and f"pid {os.getppid()}" in log
+
+
+def test_a_full_disk_ends_like_ctrl_c_with_the_resume_line(tmp_path, monkeypatch):
+    import errno
+
+    from matchbench.results.store import RunWriter
+
+    calls = []
+    real = RunWriter.write_task
+
+    def full_after_one(self, task_id, rows):
+        calls.append(task_id)
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, "No space left on device", str(self.dir / "part-x"))
+        return real(self, task_id, rows)
+
+    monkeypatch.setattr(RunWriter, "write_task", full_after_one)
+    code, log = _exit(lambda s: execute([_plan(tmp_path)], stream=s))
+    assert code == 74, log
+    assert "no space left for the results" in log and "run.resume=true run.id=half" in log
+    assert "Traceback" not in log
+    monkeypatch.setattr(RunWriter, "write_task", real)
+    again = execute([_plan(tmp_path, resume=True)], stream=io.StringIO())
+    final = read_results(Path(again["dir"]))
+    assert final.task_id.nunique() == 3 and final.groupby(["task_id", "repetition"]).size().max() == 1

@@ -163,6 +163,7 @@ class RunWriter:
                 ) from None
             with os.fdopen(fd, "w") as f:
                 json.dump(me, f)
+            self._drop_stale_temporaries(me["host"])
             break
         else:
             raise RunLockedError(f"run {self.run_id}: could not take the lock file {path}")
@@ -172,6 +173,18 @@ class RunWriter:
             with contextlib.suppress(OSError):
                 if json.loads(path.read_text()).get("pid") == me["pid"]:
                     path.unlink()
+
+    def _drop_stale_temporaries(self, host: str) -> None:
+        """Remove temporaries of writers that are gone (cut short by a crash): with the
+        run's lock held, a ``.<name>.<pid>.<random>.tmp`` of a dead pid (or of the older
+        ``.<name>.tmp`` form) belongs to nobody. Names alone cannot say which host wrote
+        a file, so a live pid of this host is left alone."""
+        for tmp in self.dir.glob(".*.tmp"):
+            parts = tmp.name.split(".")
+            pid = int(parts[-3]) if len(parts) >= 4 and parts[-3].isdigit() else None
+            if pid is None or not _pid_alive(pid):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
 
     def has_results(self) -> bool:
         """Whether the run already holds result files (a reused ``run.id``)."""

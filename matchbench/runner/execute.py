@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import sys
@@ -11,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
@@ -29,6 +30,18 @@ EXIT_TERMINATED = 143
 #: Exit status of a sweep that lost its Dask scheduler (sysexits.h's EX_TEMPFAIL: a
 #: temporary failure, to be retried; here with ``run.resume=true``).
 EXIT_SCHEDULER_LOST = 75
+#: Exit status of a sweep whose results folder ran out of space (sysexits.h's EX_IOERR);
+#: it ends as after Ctrl-C, with the resume command.
+EXIT_DISK_FULL = 74
+#: Exit status of a sweep refused before it starts (a setting, a reused run id, a lock).
+EXIT_USAGE = 2
+
+
+def _refuse(stream, message: str) -> NoReturn:
+    """One line and :data:`EXIT_USAGE`: what is wrong with the sweep's settings."""
+    stream.write(f"matchbench: error: {message}\n")
+    stream.flush()
+    raise SystemExit(EXIT_USAGE)
 
 
 class Terminated(KeyboardInterrupt):
@@ -140,19 +153,31 @@ class Progress:
 
 
 def resolve_run(run: dict[str, Any]) -> tuple[str, str]:
-    """(run_id, date) for a sweep: a given id, the latest run for ``resume``, or a new one."""
-    root = Path(run.get("results_dir", "runs"))
-    if run.get("id"):
-        from matchbench.results.store import find_run
+    """(run_id, date) for a sweep: the given ``run.id`` (where it already is, or today), or
+    a new one.
 
-        found = find_run(root, str(run["id"]))
+    Raises
+    ------
+    ValueError
+        For ``run.resume=true`` without ``run.id`` (which run to resume is never guessed:
+        the newest one may be another sweep's; the message names it), and for an unsafe id.
+    """
+    from matchbench.results.store import ResultsError, check_run_id, find_run
+
+    root = Path(run.get("results_dir", "runs"))
+    if run.get("id") is not None:
+        try:
+            run_id = check_run_id(str(run["id"]))
+        except ResultsError as exc:
+            raise ValueError(str(exc)) from None
+        found = find_run(root, run_id)
         if found is not None:
-            return str(run["id"]), found.parent.name.split("=", 1)[1]
-        return str(run["id"]), datetime.now(UTC).strftime("%Y-%m-%d")
+            return run_id, found.parent.name.split("=", 1)[1]
+        return run_id, datetime.now(UTC).strftime("%Y-%m-%d")
     if run.get("resume"):
         last = latest_run(root)
-        if last is not None:
-            return last.name.split("=", 1)[1], last.parent.name.split("=", 1)[1]
+        hint = f" (the newest run under {root} is {last.name.split('=', 1)[1]})" if last else ""
+        raise ValueError(f"run.resume=true needs run.id=<the run to resume>{hint}")
     return new_run_id(), datetime.now(UTC).strftime("%Y-%m-%d")
 
 
@@ -166,10 +191,13 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
     disk. So does the loss of the
     Dask scheduler (it died, or the network to it did), with exit status
     ``EXIT_SCHEDULER_LOST`` (75): the tasks it took with it are not rows (not
-    ``crashed``: nothing is known of them) and run on resume. A cluster that cannot be
-    started or reached at all is exit status 2.
+    ``crashed``: nothing is known of them) and run on resume. A results folder that
+    runs out of space ends it likewise, with ``EXIT_DISK_FULL`` (74). A cluster that
+    cannot be started or reached at all is exit status 2, and so, before anything runs,
+    is a ``run.id`` that already holds results without ``run.resume=true`` (nothing is
+    ever replaced), ``run.resume=true`` without ``run.id``, and a run that another live
+    sweep holds (its ``_lock`` file).
     """
-    from matchbench.runner.provenance import client_provenance
 
     stream = stream or sys.stderr
     # Hydra configures the root logger at INFO; the cluster's chatter would bury the progress.
@@ -187,10 +215,35 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
         stream.write(f"matchbench: error: {exc}\n")
         stream.flush()
         raise SystemExit(2) from None
-    run_id, date = resolve_run(run)
+    try:
+        run_id, date = resolve_run(run)
+    except ValueError as exc:
+        _refuse(stream, str(exc))
     writer = RunWriter(run.get("results_dir", "runs"), run_id, date)
+    if not run.get("resume") and writer.has_results():
+        _refuse(
+            stream,
+            f"run.id={run_id} already holds results in {writer.dir}; add run.resume=true to "
+            "continue that run, or give another run.id (nothing was replaced)",
+        )
+    from matchbench.results.store import RunLockedError
+
+    try:
+        with writer.lock():
+            return _execute_run(plans, run, run_id, writer, batch, cluster_cfg, stream)
+    except RunLockedError as exc:
+        _refuse(stream, str(exc))
+
+
+def _execute_run(plans, run, run_id, writer, batch, cluster_cfg, stream) -> dict[str, Any]:
+    """:func:`execute` once the run is chosen and locked."""
+    from matchbench.runner.provenance import client_provenance
+
     common = {"run_id": run_id, **client_provenance()}
     done = writer.done_tasks() if run.get("resume") else set()
+    for aside in getattr(writer, "damaged", []):
+        stream.write(f"resume: {aside.name[len('_damaged-'):]} could not be read; set aside as "
+                     f"{aside.name}, its task runs again\n")
 
     writer.write_manifest(
         {
@@ -265,6 +318,19 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
         stream.write(f"matchbench: error: {exc}\n")
         stream.flush()
         raise SystemExit(2) from None
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # as Ctrl-C: the rows written so far stand, and the resume command finishes the run
+        stream.write(
+            f"\nmatchbench: no space left for the results ({exc.strerror}: {exc.filename or writer.dir}): "
+            f"{len(finished & to_run)} of {len(to_run)} task(s) finished and written to "
+            f"{writer.dir}; free some space, then resume:\n  {resume_command(run_id)}\n"
+        )
+        stream.flush()
+        with contextlib.suppress(OSError):
+            writer.write_manifest({"failed": f"disk full: {exc}"})
+        raise SystemExit(EXIT_DISK_FULL) from None
     except KeyboardInterrupt as exc:
         term = isinstance(exc, Terminated)
         writer.write_manifest(
