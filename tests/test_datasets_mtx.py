@@ -331,3 +331,47 @@ def test_smoke_name_errors_list_the_choices():
         smoke()
     with pytest.raises(DatasetError, match="no smoke instance 'nope'"):
         smoke("nope")
+
+
+# ---------------------------------------------------------------------------------------
+# Hostile headers: every Matrix Market reader refuses before allocating
+
+
+@pytest.mark.parametrize("reader", ["mcm", "wmatch", "community"])
+def test_absurd_dimensions_are_a_bad_header_not_an_allocation(tmp_path, reader):
+    from matchbench.families.community import datasets as C
+    from matchbench.families.wmatch import datasets as W
+
+    read = {"mcm": mtx.read, "wmatch": W.graph_mtx, "community": C.community_mtx}[reader]
+    p = tmp_path / "huge.mtx"
+    p.write_text("%%MatrixMarket matrix coordinate pattern general\n2000000000 2000000000 3\n1 1\n2 2\n3 3\n")
+    assert p.stat().st_size < 100
+    with pytest.raises(DatasetError, match=r"huge\.mtx.*2,000,000,000 x 2,000,000,000 for 3 entries"):
+        read(p)
+
+
+@pytest.mark.parametrize("reader", ["wmatch", "community"])
+def test_a_file_of_diagonal_entries_only_is_named_not_an_index_error(tmp_path, reader):
+    from matchbench.families.community import datasets as C
+    from matchbench.families.wmatch import datasets as W
+
+    read = {"wmatch": W.graph_mtx, "community": C.community_mtx}[reader]
+    p = tmp_path / "diag.mtx"
+    p.write_text("%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n1 1 1.0\n2 2 2.0\n3 3 3.0\n")
+    with pytest.raises(DatasetError, match=r"diag\.mtx: no edge left after dropping the diagonal"):
+        read(p)
+
+
+def test_a_directory_given_as_a_path_is_named_as_such_by_every_reader(tmp_path):
+    from matchbench.families.community import datasets as C
+    from matchbench.families.lap import datasets as L
+    from matchbench.families.mwpm import datasets as MW
+    from matchbench.families.smarriage import datasets as S
+    from matchbench.families.wmatch import datasets as W
+
+    folder = tmp_path / "data.mtx"
+    folder.mkdir()
+    for read in (mtx.read, W.graph_mtx, C.community_mtx, L.from_file, S.prefs_file, MW.complete_file):
+        with pytest.raises(DatasetError, match="is a directory, not a file") as info:
+            read(folder)
+        assert str(folder) in str(info.value)

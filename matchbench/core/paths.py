@@ -86,3 +86,19 @@ def __getattr__(name: str) -> str:
     if name == "CONFIG_DIR":
         return str(conf_dir())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def missing_file(path: Path) -> str | None:
+    """Why ``path`` is not a dataset file to read (None when it is one): the readers'
+    shared wording, so that a folder given as a path is named as such.
+
+    >>> missing_file(Path("/"))
+    'is a directory, not a file'
+    >>> missing_file(Path("/no/such/place.mtx"))
+    'no such file'
+    """
+    if path.is_file():
+        return None
+    if path.is_dir():
+        return "is a directory, not a file"
+    return "no such file"

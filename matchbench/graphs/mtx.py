@@ -45,8 +45,9 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from matchbench.core import limits
 from matchbench.core.errors import DatasetError, DatasetWarning
-from matchbench.core.paths import resolve_path
+from matchbench.core.paths import missing_file, resolve_path
 from matchbench.graphs.bipartite import INT32_MAX, BipartiteGraph
 
 __all__ = ["WeightedEntries", "load", "read", "read_weighted", "stem", "write"]
@@ -198,6 +199,15 @@ def _read_header(path: Path):
             f"{where}: the header says {header.nnz} entries, more than the file can hold "
             "(wrong count or truncated file)"
         )
+    # ... and absurd dimensions would make it allocate index arrays of nrows + 1 entries
+    # (a 90-byte file declaring 2e9 x 2e9 asked for 16 GB) before reading any entry.
+    limit = max(limits.DIM_FLOOR, limits.DIM_FACTOR * int(header.nnz))
+    if int(header.nrows) + int(header.ncols) > limit:
+        raise DatasetError(
+            f"{where}: the header declares {header.nrows:,} x {header.ncols:,} for "
+            f"{header.nnz:,} entries; at most {limit:,} rows + columns are accepted "
+            f"({limits.DIM_FACTOR} per entry, or {limits.DIM_FLOOR:,}): a bad header"
+        )
     return header
 
 
@@ -240,8 +250,8 @@ def read(
     Deveci et al. 2013, Sec. 4: a matrix is the bipartite graph of its rows and columns.
     """
     path = Path(path).expanduser()
-    if not path.is_file():
-        raise DatasetError(f"{path}: no such file")
+    if (why := missing_file(path)) is not None:
+        raise DatasetError(f"{path}: {why}")
     header = _read_header(path)
     long_type = max(header.nrows, header.ncols) > INT32_MAX
     (data, (rows, cols)), shape = _read_coo(path, header, long_type)
@@ -456,8 +466,8 @@ def read_weighted(
         infinite value (naming the first such entry and the count).
     """
     p = resolve_path(path, data_dir)
-    if not p.is_file():
-        raise DatasetError(f"{where} {p}: no such file")
+    if (why := missing_file(p)) is not None:
+        raise DatasetError(f"{where} {p}: {why}")
     try:
         header = _read_header(p)
     except DatasetError as exc:

@@ -442,6 +442,8 @@ def uniform_weights(m: int, seed: int) -> np.ndarray:
 
 def merge_max(key: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unique keys (ascending) and the largest weight per key."""
+    if key.size == 0:  # e.g. a file of diagonal entries only, all dropped
+        return key, w
     order = np.argsort(key, kind="stable")
     key, w = key[order], w[order]
     starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
@@ -450,6 +452,8 @@ def merge_max(key: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def merge_min(key: np.ndarray, w: np.ndarray) -> np.ndarray:
     """The smallest weight per unique key (keys ascending, as :func:`merge_max`)."""
+    if key.size == 0:
+        return w
     order = np.argsort(key, kind="stable")
     key, w = key[order], w[order]
     starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))

@@ -123,15 +123,20 @@ class CompareConfig:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> CompareConfig:
-        """From a YAML file; ``None`` looks for ``conf/compare/default.yaml`` here, then in
-        the source tree, and falls back to the built-in defaults (the same values)."""
+        """From a YAML file; ``None`` reads ``conf/compare/default.yaml`` of the working
+        directory if there is one, else the shipped one (:func:`~matchbench.core.paths.
+        conf_dir`: the checkout's or the installed wheel's), else the built-in defaults
+        (the same values)."""
         import yaml
 
         if path is None:
-            candidates = [
-                Path("conf/compare/default.yaml"),
-                Path(__file__).resolve().parents[2] / "conf" / "compare" / "default.yaml",
-            ]
+            candidates = [Path("conf/compare/default.yaml")]
+            try:
+                from matchbench.core.paths import conf_dir
+
+                candidates.append(conf_dir() / "compare" / "default.yaml")
+            except FileNotFoundError:
+                pass
             path = next((p for p in candidates if p.is_file()), None)
             if path is None:
                 return cls()

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from matchbench.core import limits
+from matchbench.core.paths import missing_file
 from matchbench.datasets import dataset, sizes
 from matchbench.families.lap.problem import CostMatrix, DatasetError
 
@@ -174,8 +175,8 @@ def from_file(
     for suffix in (".npy", ".mtx"):
         if name.endswith(suffix):
             name = name[: -len(suffix)]
-    if not p.is_file():
-        raise DatasetError(f"lap instance {name!r}: no such file {str(p)!r}")
+    if (why := missing_file(p)) is not None:
+        raise DatasetError(f"lap instance {name!r}: {str(p)!r} {why}")
     params: dict[str, Any] = {"path": str(p), "missing_cost": missing_cost, "pad": bool(pad)}
     if p.suffix == ".npy":
         try:

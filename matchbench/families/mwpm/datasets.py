@@ -44,7 +44,7 @@ import numpy as np
 from numba import njit, prange
 
 from matchbench.core.errors import DatasetError
-from matchbench.core.paths import resolve_path
+from matchbench.core.paths import missing_file, resolve_path
 from matchbench.datasets import dataset, sizes
 from matchbench.families.mwpm.problem import CompleteGraph
 
@@ -281,8 +281,8 @@ def complete_file(
         the first entry and its value).
     """
     p = resolve_path(path, data_dir)
-    if not p.is_file():
-        raise _fail(p, "no such file")
+    if (why := missing_file(p)) is not None:
+        raise _fail(p, why)
     if p.suffix != ".npy":
         raise _fail(p, f"unknown file type {p.suffix!r}: expected a .npy file (numpy.save)")
     try:

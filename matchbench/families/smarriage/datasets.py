@@ -49,7 +49,7 @@ from numba import njit, prange
 
 from matchbench.core import limits
 from matchbench.core.errors import DatasetError
-from matchbench.core.paths import resolve_path
+from matchbench.core.paths import missing_file, resolve_path
 from matchbench.datasets import dataset, sizes
 from matchbench.families.smarriage.problem import (
     Preferences,
@@ -188,8 +188,8 @@ def prefs_file(
         women's lists.
     """
     p = resolve_path(path, data_dir)
-    if not p.is_file():
-        raise _fail(p, "no such file")
+    if (why := missing_file(p)) is not None:
+        raise _fail(p, why)
     lines = _read_lines(p)
     n_men, n_women, h = _header(p, lines)
     need = n_men + n_women
