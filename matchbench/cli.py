@@ -14,8 +14,12 @@ folder of one's own); ``matchbench --help`` lists all of it. Three subcommands r
 Exit status of a run or sweep (:func:`matchbench.runner.execute.execute`):
 
 - 0: every task ran (its rows may still say ``error``, ``timeout``, ``crashed``, ...);
-- 2: no cluster to run on (``cluster=external`` unreachable or without workers, a bad
-  ``cluster`` setting); nothing ran;
+- 2: a setting that cannot work (an unknown config option, ``gpu.repetitions=0``, a
+  dataset path that is no file, a sweep that leaves every pair out, a reused ``run.id``
+  without ``run.resume=true``: :mod:`matchbench.runner.settings`) or no cluster to run on
+  (``cluster=external`` unreachable or without workers, a bad ``cluster`` setting), in
+  one line each; nothing ran;
+- 74: the results folder ran out of space; the resume line is printed;
 - 75 (``EX_TEMPFAIL``): the Dask scheduler went away mid-sweep; the finished tasks are
   written and the line printed names the ``run.resume=true run.id=...`` command that
   runs the rest once a scheduler is back;
@@ -186,6 +190,55 @@ def _config_groups(root: Path) -> list[str]:
     return sorted(picked | {"experiment"})
 
 
+#: The config groups whose option a command-line override names (``algorithm=hk``).
+GROUPS = ("algorithm", "dataset", "init", "gpu", "cluster", "compare", "experiment")
+
+
+def _config_dirs(argv: list[str]) -> list[Path]:
+    """The shipped config folder and the ones ``--config-dir``/``-cd`` add."""
+    from matchbench.core.paths import conf_dir
+
+    dirs = [conf_dir()]
+    for i, arg in enumerate(argv):
+        if arg in ("--config-dir", "-cd") and i + 1 < len(argv):
+            dirs.append(Path(argv[i + 1]))
+        elif arg.startswith("--config-dir="):
+            dirs.append(Path(arg.split("=", 1)[1]))
+    return dirs
+
+
+def unknown_choices(argv: list[str]) -> list[str]:
+    """One message per config-group option the overrides name that no config folder holds,
+    with the closest name (``algorithm=apfbb`` -> ``did you mean algorithm=apfb?``), so that
+    a misspelling is one line instead of Hydra's listing of every option.
+
+    >>> unknown_choices(["algorithm=hk,pfp", "dataset=kron"])
+    []
+    >>> unknown_choices(["-m", "algorithm=apfbb"])
+    ["algorithm=apfbb: no such option of the config group 'algorithm'; did you mean algorithm=apfb?"]
+    """
+    import difflib
+
+    dirs = _config_dirs(argv)
+    out = []
+    for arg in argv:
+        if arg.startswith("-") or "=" not in arg:
+            continue
+        key, value = arg.split("=", 1)
+        group = key.lstrip("+~")
+        if group not in GROUPS or key.startswith("~") or not value or value == "null":
+            continue
+        known = sorted({f.stem for d in dirs for f in (d / group).glob("*.yaml")})
+        for choice in (v.strip() for v in value.split(",")):
+            if not choice or any(c in choice for c in "()[]{}$*"):  # sweeps, interpolations
+                continue
+            if choice not in known:
+                close = difflib.get_close_matches(choice, known, n=1)
+                hint = f"; did you mean {group}={close[0]}?" if close else f" (options: {', '.join(known)})"
+                out.append(f"{group}={choice}: no such option of the config group '{group}'{hint}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] in (["-h"], ["--help"], ["help"]):
@@ -207,6 +260,11 @@ def main(argv: list[str] | None = None) -> None:
         conf_dir()
     except FileNotFoundError as exc:
         print(f"matchbench: error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    problems = unknown_choices(argv)
+    if problems:
+        for message in problems:
+            print(f"matchbench: error: {message}", file=sys.stderr)
         sys.exit(2)
     from matchbench.app import main as app_main
 

@@ -93,6 +93,9 @@ def test_failures_become_rows_and_finished_repetitions_survive(tmp_path, faulty_
 
 
 def test_sweep_writes_rows_incrementally_and_resumes(tmp_path):
+    # a file that is there but cannot be read is bad input: that instance's row (a file
+    # that is not there at all is a setting, refused before the sweep starts)
+    (tmp_path / "missing.mtx").write_text("%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 1\n")
     cfgs = [
         _cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}),
         _cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.PothenFanPlus"},

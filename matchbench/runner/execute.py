@@ -215,6 +215,13 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
         stream.write(f"matchbench: error: {exc}\n")
         stream.flush()
         raise SystemExit(2) from None
+    from matchbench.runner.settings import check_plans
+
+    problems = check_plans(plans)
+    if problems:  # settings that cannot work: before any cluster starts, one line each
+        for message in problems[:-1]:
+            stream.write(f"matchbench: error: {message}\n")
+        _refuse(stream, problems[-1])
     try:
         run_id, date = resolve_run(run)
     except ValueError as exc:

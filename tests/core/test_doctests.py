@@ -18,6 +18,7 @@ MODULES = [
     "matchbench.results.stats",
     "matchbench.runner.batch",
     "matchbench.runner.cluster",
+    "matchbench.cli",
 ]
 
 
