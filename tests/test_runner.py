@@ -295,3 +295,36 @@ def test_sweep_survives_killed_workers_with_right_counts(tmp_path, faulty_path):
     assert sorted(by_mode.get_group("none")) == ["ok", "ok"]
     crashed = df[df.status == "crashed"]
     assert len(crashed) == 2 and crashed.error.str.contains("KilledWorker|died", regex=True).all()
+
+
+def test_the_task_process_imports_the_sweeps_package_not_one_in_the_working_directory(tmp_path, monkeypatch):
+    """A ``matchbench/`` folder in the user's working directory must not be what the task
+    process runs (its rows would then carry the other package's code under this one's
+    provenance)."""
+    import matchbench
+
+    shadow = tmp_path / "cwd" / "matchbench"
+    (shadow / "runner").mkdir(parents=True)
+    (shadow / "__init__.py").write_text("")
+    (shadow / "runner" / "__init__.py").write_text("")
+    marker = tmp_path / "shadow-ran"
+    (shadow / "runner" / "child.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    monkeypatch.chdir(shadow.parent)
+    task = _task(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"})
+    proc = TaskProcess()
+    try:
+        rows = proc.run(task)
+    finally:
+        proc.close()
+    assert rows and all(r["status"] == "ok" for r in rows), rows
+    assert not marker.exists()
+    assert Path(matchbench.__file__).resolve().parent != shadow
+
+
+def test_a_task_process_that_imports_another_package_refuses_to_run(monkeypatch, capsys):
+    from matchbench.runner import child
+
+    monkeypatch.setenv(child.PACKAGE_ENV, "/somewhere/else/matchbench")
+    with pytest.raises(SystemExit) as info:
+        child.check_package()
+    assert info.value.code == 3 and "not the sweep's /somewhere/else/matchbench" in capsys.readouterr().err

@@ -258,7 +258,7 @@ def test_quickstart_and_its_tables_from_the_wheel(fresh, tmp_path):
     df = read_results(runs)
     ok = df[df.status == "ok"]
     assert len(ok) and ok.verified.all()
-    assert {"mcm", "lap", "wmatch", "smarriage"} <= set(ok.problem)
+    assert {"mcm", "lap", "wmatch", "smarriage", "mwpm", "community"} <= set(ok.problem)
     # GPU solvers are skipped rows here (no GPU), never errors
     assert set(df.status) <= {"ok", "skipped"}, df[~df.status.isin(["ok", "skipped"])][
         ["algorithm", "error"]

@@ -48,6 +48,7 @@ import sys
 import threading
 import time
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from matchbench.runner.task import Row, error_row, execute_batch, execute_task, task_base
@@ -74,6 +75,26 @@ def _signal_name(code: int | None) -> str:
     return f"exit code {code}"
 
 
+#: The ``matchbench`` package folder the sweep runs, for the child to check its own.
+PACKAGE_ENV = "MATCHBENCH_PACKAGE_DIR"
+
+
+def _package_dir() -> str:
+    import matchbench
+
+    return str(Path(matchbench.__file__).resolve().parent)
+
+
+def check_package() -> None:
+    """Exit with a message when this process imported another matchbench than its parent."""
+    expected = os.environ.get(PACKAGE_ENV)
+    if expected and expected != _package_dir():
+        sys.stderr.write(
+            f"matchbench task process: imported {_package_dir()}, not the sweep's {expected}\n"
+        )
+        raise SystemExit(3)
+
+
 class TaskProcess:
     """The child process of one worker (created on first use, replaced after a failure)."""
 
@@ -86,8 +107,14 @@ class TaskProcess:
     def _start(self) -> None:
         parent, child = socket.socketpair()
         env = dict(os.environ)
+        # The child imports exactly the matchbench this process runs: ``-P`` keeps the
+        # working directory (which may hold a ``matchbench/`` folder of its own) off its
+        # path, which is this process's path, and the child checks the package it got
+        # against PACKAGE_ENV (the rows' provenance is computed from it).
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        env[PACKAGE_ENV] = _package_dir()
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "matchbench.runner.child", str(child.fileno()), str(os.getpid())],
+            [sys.executable, "-P", "-m", "matchbench.runner.child", str(child.fileno()), str(os.getpid())],
             pass_fds=(child.fileno(),),
             env=env,
             stdin=subprocess.DEVNULL,
@@ -401,6 +428,7 @@ if __name__ == "__main__":
     # Ctrl-C reaches the whole process group: the sweep's client handles it; the child
     # ends with its worker (no traceback of its own).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    check_package()
     if len(sys.argv) > 2:
         die_with_parent(int(sys.argv[2]))
     _serve(int(sys.argv[1]))
