@@ -46,6 +46,9 @@ class Faulty(BaseSolver):
                 time.sleep(60)  # ended with the worker (PR_SET_PDEATHSIG)
             elif self.mode == "oom":
                 raise MemoryError("planted out of memory")
+            elif self.mode == "hog":  # touches 1 GiB, page by page, as a bad input would
+                hog = np.ones(1 << 27)  # noqa: F841 - held until the process is killed
+                time.sleep(self.seconds)
         # perm_type="row": for each column, the row matched to it
         col = maximum_bipartite_matching(self.graph.to_scipy(), perm_type="row")
         self.match = Matching.from_col_match(np.asarray(col), self.graph.n_rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import time
 from pathlib import Path
 
 import pytest
@@ -328,3 +329,34 @@ def test_a_task_process_that_imports_another_package_refuses_to_run(monkeypatch,
     with pytest.raises(SystemExit) as info:
         child.check_package()
     assert info.value.code == 3 and "not the sweep's /somewhere/else/matchbench" in capsys.readouterr().err
+
+
+def test_a_task_over_its_memory_limit_is_an_oom_row_naming_the_sizes(tmp_path):
+    """The task process is watched against ``run.task_memory_limit`` (by default a share of
+    its worker's limit): an input or a solver that would exhaust the host is killed and
+    written as ``oom``, and the next task gets a fresh process."""
+    task = dataclasses.replace(
+        _task(tmp_path, {"_target_": "_faulty_solvers.Faulty", "mode": "hog", "at": 1, "seconds": 30}),
+        memory_limit="300MiB",
+    )
+    proc = TaskProcess()
+    try:
+        t0 = time.perf_counter()
+        rows = proc.run(task)
+        assert time.perf_counter() - t0 < 25  # killed when it passed the limit, not at the end
+        ok = [r for r in rows if r["status"] == "ok"]
+        bad = [r for r in rows if r["status"] != "ok"]
+        assert ok and bad and bad[0]["status"] == "oom" and bad[0]["repetition"] == 1, bad
+        assert "over its limit of 300.0 MiB (run.task_memory_limit)" in bad[0]["error"]
+        again = proc.run(dataclasses.replace(task, algorithm_cfg={"_target_": "_faulty_solvers.Faulty"}))
+        assert all(r["status"] == "ok" for r in again)
+    finally:
+        proc.close()
+
+
+def test_the_memory_limit_setting():
+    from matchbench.runner.child import memory_limit_bytes
+
+    assert memory_limit_bytes(None) is None and memory_limit_bytes(0) is None
+    assert memory_limit_bytes("auto") is None  # outside a Dask worker
+    assert memory_limit_bytes("2GiB") == 2 << 30 and memory_limit_bytes(4096) == 4096

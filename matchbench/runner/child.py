@@ -95,6 +95,57 @@ def check_package() -> None:
         raise SystemExit(3)
 
 
+#: Share of its Dask worker's memory limit a task process may use (``task_memory_limit:
+#: auto``): the worker itself, its Python objects and the rows it holds need the rest.
+MEMORY_SHARE = 0.8
+#: How often the task process's resident memory is read while a task runs (seconds).
+MEMORY_POLL_S = 0.05
+
+
+class TaskMemoryExceeded(Exception):
+    """The task process went over its memory limit and was killed."""
+
+    def __init__(self, used: int, limit: int) -> None:
+        super().__init__(used, limit)
+        self.used, self.limit = used, limit
+
+    def message(self) -> str:
+        from matchbench.core.limits import human
+
+        return (
+            f"out of memory: the task process used {human(self.used)}, over its limit of "
+            f"{human(self.limit)} (run.task_memory_limit), and was killed"
+        )
+
+
+def memory_limit_bytes(setting: Any) -> int | None:
+    """The task process's limit for ``run.task_memory_limit``: bytes or a size as given;
+    ``auto``: :data:`MEMORY_SHARE` of this Dask worker's memory limit (none outside a
+    worker, or for a worker without one); None or 0: no limit."""
+    if setting in (None, 0, "0"):
+        return None
+    if setting != "auto":
+        from matchbench.core.limits import parse_bytes
+
+        return parse_bytes(setting, "run.task_memory_limit")
+    try:
+        from distributed import get_worker
+
+        limit = get_worker().memory_manager.memory_limit
+    except Exception:  # not in a worker
+        return None
+    return int(limit * MEMORY_SHARE) if limit else None
+
+
+def _rss(pid: int) -> int:
+    """Resident bytes of process ``pid`` (Linux ``/proc``; 0 where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 class TaskProcess:
     """The child process of one worker (created on first use, replaced after a failure)."""
 
@@ -103,6 +154,7 @@ class TaskProcess:
         self._conn: Connection | None = None
         self._lock = threading.Lock()
         self._base: Row | None = None  # identity columns of the task in flight
+        self.memory_limit: int | None = None  # bytes, for the task in flight
 
     def _start(self) -> None:
         parent, child = socket.socketpair()
@@ -121,6 +173,28 @@ class TaskProcess:
         )
         child.close()
         self._conn = Connection(parent.detach())
+
+    def _wait(self, seconds: float) -> bool:
+        """``conn.poll(seconds)``, watching the child's memory meanwhile.
+
+        Raises
+        ------
+        TaskMemoryExceeded
+            When the child's resident memory passes :attr:`memory_limit` (it is killed).
+        """
+        if not self.memory_limit or self._proc is None:
+            return self._conn.poll(seconds)
+        end = time.perf_counter() + seconds
+        while True:
+            used = _rss(self._proc.pid)
+            if used > self.memory_limit:
+                self._kill()
+                raise TaskMemoryExceeded(used, self.memory_limit)
+            left = end - time.perf_counter()
+            if self._conn.poll(max(0.0, min(left, MEMORY_POLL_S))):
+                return True
+            if left <= 0:
+                return False
 
     def _kill(self) -> None:
         if self._proc is not None and self._proc.poll() is None:
@@ -173,12 +247,19 @@ class TaskProcess:
             if self._proc is None or self._proc.poll() is not None:
                 self._kill()
                 self._start()
+            self.memory_limit = memory_limit_bytes(tasks[0].memory_limit) if tasks else None
+            oom: TaskMemoryExceeded | None = None
             try:
                 part = dataclasses.replace(batch, tasks=[tasks[i] for i in index], joint=joint)
                 self._conn.send(("batch", part))
                 while True:
                     left = min(deadline, rep_deadline) - time.perf_counter()
-                    if left <= 0 or not self._conn.poll(left):
+                    try:
+                        ready = self._wait(left) if left > 0 else False
+                    except TaskMemoryExceeded as exc:
+                        oom = exc
+                        raise EOFError from None
+                    if not ready:
                         raise TaskTimeout
                     kind, payload = self._conn.recv()
                     now = time.perf_counter()
@@ -231,6 +312,7 @@ class TaskProcess:
                     again = {tasks[i].task_id for i in pending}
                     rows[mark:] = [r for r in rows[mark:] if r.get("task_id") not in again]
                     what = (f"exceeded its limits ({timeout:g} s per instance)" if timed_out
+                            else oom.message() if oom is not None
                             else f"lost its task process ({_signal_name(code)})")
                     notes.append(f"the joint solve of {len(together)} instance(s) {what}; "
                                  "they were solved one by one")
@@ -245,6 +327,8 @@ class TaskProcess:
                 elif timed_out:
                     msg, hit = f"task exceeded timeout_s={timeout:g} s and was killed", timeout
                     status = "timeout"
+                elif oom is not None:
+                    msg, hit, status = oom.message(), None, "oom"
                 else:
                     msg, hit, status = f"task process died: {_signal_name(code)}", None, "crashed"
                 row = _after(done, tasks[i], msg, status, bases.get(i))
@@ -273,11 +357,12 @@ class TaskProcess:
         if self._proc is None or self._proc.poll() is not None:
             self._kill()
             self._start()
+        self.memory_limit = memory_limit_bytes(task.memory_limit)
         try:
             self._conn.send(("task", task))
             while True:
                 left = min(task_deadline, rep_deadline) - time.perf_counter()
-                if left <= 0 or not self._conn.poll(left):
+                if left <= 0 or not self._wait(left):
                     raise TaskTimeout
                 kind, payload = self._conn.recv()
                 if kind == "row":
@@ -303,6 +388,11 @@ class TaskProcess:
                 msg, hit = f"task exceeded timeout_s={timeout:g} s and was killed", timeout
             row = _after(rows, task, msg, "timeout", self._base)
             row["time_limit_s"] = hit
+            if rep is not None:
+                row["repetition"] = rep
+            rows.append(row)
+        except TaskMemoryExceeded as exc:
+            row = _after(rows, task, exc.message(), "oom", self._base)
             if rep is not None:
                 row["repetition"] = rep
             rows.append(row)

@@ -92,6 +92,9 @@ class Task:
     time_limit_s: float | None = None
     #: whether the task runs in the worker's task process (``run.isolate``)
     isolate: bool = True
+    #: the task process's memory limit (``run.task_memory_limit``): bytes, "auto" (a
+    #: share of its worker's memory limit, see :mod:`matchbench.runner.child`) or None
+    memory_limit: int | str | None = "auto"
 
     def to_dict(self) -> dict[str, Any]:
         """The task as a plain dict of JSON data (:func:`dataclasses.asdict`)."""
@@ -357,6 +360,7 @@ def build_plan(
                 data_dir=cfg.get("data_dir"),
                 verify=bool(run.get("verify", True)),
                 timeout_s=float(run.get("task_timeout_s", 600)),
+                memory_limit=run.get("task_memory_limit", "auto"),
                 time_limit_s=run_opts.get("time_limit_s"),
                 isolate=bool(run.get("isolate", True)),
             )

@@ -33,6 +33,14 @@ def _timing_problems(gpu: dict[str, Any], run: dict[str, Any]) -> list[str]:
         value = gpu.get(key, 0) or 0
         if not _is_int(value) or value < 0:
             out.append(f"gpu.{key} must be an integer >= 0, not {value!r}")
+    memory = run.get("task_memory_limit", "auto")
+    if memory not in (None, "auto", 0):
+        from matchbench.core.limits import parse_bytes
+
+        try:
+            parse_bytes(memory, "run.task_memory_limit")
+        except ValueError as exc:
+            out.append(f"{exc} (or auto, or null for none)")
     timeout = run.get("task_timeout_s")
     if timeout is not None and (
         isinstance(timeout, bool)
