@@ -364,3 +364,32 @@ def test_unknown_problem_is_reported_as_exact_with_a_warning():
         html = build.build_report(_frame(rows), problems={}, config=CompareConfig())
     assert "not in the problem table: treated as exact, sense max" in html
     assert "All exact results optimal: 2/2 verified." in html
+
+
+def test_skipped_rows_join_their_instance_and_the_all_instances_profile_stays():
+    """A GPU solver skipped where no GPU worker is: its rows carry the spec's label and no
+    family (the instance was never loaded). They must count as the same instance as the
+    rows that loaded it (no phantom row), and must not replace the all-instances profile."""
+    from bokeh.document import Document
+
+    rows = []
+    for fam, inst, key in (("lap_uniform", "uniform_n8_s1", "k1"), ("lap_geometric", "geometric_n8_s1", "k2")):
+        for alg, scale in (("scipy_lsa", 1.0), ("lapjv", 2.0)):
+            for r in rows_for([scale * 1e-4] * 3, problem="mcm", algorithm=alg, instance=inst,
+                              family=fam, gpu_model=None, device="cpu"):
+                rows.append(r | {"instance_key": key})
+        for r in rows_for([math.nan], problem="mcm", algorithm="cu_tree", instance=fam.split("_")[1],
+                          family="", status="skipped", gpu_model=None, device="gpu", error="no GPU"):
+            rows.append(r | {"instance_key": key, "family": None, "repetition": -1})
+    frame = _frame(rows)
+    skipped = frame[frame.status == "skipped"]
+    assert set(skipped.instance) == {"uniform_n8_s1", "geometric_n8_s1"}
+    assert set(skipped.family) == {"lap_uniform", "lap_geometric"}
+    assert frame.instance.nunique() == 2
+    doc = Document()
+    for r in build.build_document(frame, problems=PROBLEMS, config=CompareConfig()):
+        doc.add_root(r)
+    perf = _step_data(_named(doc, "perf-profile-mcm"))
+    assert {"scipy_lsa", "lapjv"} <= set(perf)  # the all-instances curves, shown
+    x, y = perf["scipy_lsa"]
+    assert y[-1] == pytest.approx(1.0)

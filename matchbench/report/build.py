@@ -70,7 +70,9 @@ def _problem_sections(
     pid = problem.replace(" ", "_")
     kind = "exact" if exact else "approximate"
     head = f"{problem} ({info['objective']}, {sense}imize, {kind})"
-    families = sorted(p["family"].unique())
+    # "" is the key of the all-instances curves: a row without a family (never loaded)
+    # must not take its place
+    families = sorted(f for f in p["family"].unique() if f)
     times = rd.times_matrix(p)
 
     # ---- profiles (Dolan–Moré; Deveci et al. 2013 Figs. 3-4)

@@ -79,6 +79,25 @@ def normalize(frame: pd.DataFrame) -> pd.DataFrame:
     for col in ("problem", "algorithm", "instance"):
         df[col] = df[col].fillna("").astype(str)
     df["timestamp"] = pd.to_datetime(df["timestamp"], utc=True)
+    return _name_unloaded(df)
+
+
+def _name_unloaded(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows written without loading their instance (a GPU task ``skipped`` where no GPU
+    worker is, a timeout before the load) carry the spec's label as ``instance`` and no
+    ``family``; they take the name and family of a row of the same ``instance_key`` that
+    loaded it, so that tables and profiles see one instance, not a phantom second one."""
+    if "instance_key" not in df or "family" not in df or df.empty:
+        return df
+    loaded = df[df["family"].notna() & (df["family"].astype(str) != "") & df["instance_key"].notna()]
+    if loaded.empty:
+        return df
+    first = loaded.drop_duplicates("instance_key").set_index("instance_key")
+    unloaded = (df["family"].isna() | (df["family"].astype(str) == "")) & df["instance_key"].isin(first.index)
+    if unloaded.any():
+        keys = df.loc[unloaded, "instance_key"]
+        df.loc[unloaded, "instance"] = keys.map(first["instance"]).to_numpy()
+        df.loc[unloaded, "family"] = keys.map(first["family"]).to_numpy()
     return df
 
 
