@@ -193,3 +193,26 @@ def test_an_unreadable_part_file_is_not_done_and_is_kept_aside(tmp_path):
     assert w.done_tasks() == {"good"}
     assert (w.dir / "_damaged-part-cut.parquet").is_file() and not (w.dir / "part-cut.parquet").exists()
     assert len(read_results(tmp_path)) == 1  # the set-aside file is hidden from the readers
+
+
+def test_damaged_and_foreign_files_are_one_line_naming_the_file(tmp_path, capsys):
+    from matchbench.cli import results_main
+    from matchbench.results import compare
+
+    w = RunWriter(tmp_path, "r1", "2026-01-01")
+    w.write_task("t1", [_row(), _row(repetition=1), _row(repetition=2)])
+    RunWriter(tmp_path, "r2", "2026-01-02").write_task("t1", [_row(), _row(repetition=1)])
+    damaged = tmp_path / "date=2026-01-02" / "run=r2" / "part-t1.parquet"
+    t = pq.read_table(damaged)
+    pq.write_table(t.append_column("proposals_per_s", pa.array([1.0] * t.num_rows)), damaged)
+    foreign = tmp_path / "date=2026-01-03" / "run=r3" / "part-x.parquet"
+    foreign.parent.mkdir(parents=True)
+    pq.write_table(pa.table({"x": [1, 2]}), foreign)
+    with pytest.raises(ResultsError, match="column proposals_per_s appears more than once"):
+        read_results(damaged)
+    with pytest.raises(ResultsError, match="not a matchbench results file"):
+        read_results(foreign)
+    for argv, run in ((["r1", "r2"], compare.main), (["r1", "r3"], compare.main), (["r2"], results_main)):
+        code = run([*argv, "--root", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err

@@ -314,14 +314,45 @@ def latest_run(root: str | os.PathLike) -> Path | None:
     return None
 
 
+#: Columns every results file has had, since the first schema; a Parquet file without
+#: them is not one of ours.
+REQUIRED_COLUMNS = ("instance", "status")
+
+
 def read_table(path: str | os.PathLike) -> pa.Table:
-    """One result file, upgraded to the current schema."""
+    """One result file, upgraded to the current schema.
+
+    Raises
+    ------
+    ResultsError
+        Naming the file, for one that is not Parquet, is damaged (a column twice, as a
+        rewrite through pandas can leave), is not a results file (no ``instance``
+        and ``status`` columns), or cannot be upgraded.
+    """
     try:
         pf = pq.ParquetFile(path)
+        table = pf.read()
     except Exception as exc:
         raise ResultsError(f"{path}: not a readable Parquet file ({exc})") from None
-    table = pf.read()
-    return upgrade(table, file_schema_version(pf.schema_arrow.metadata))
+    names = table.schema.names
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ResultsError(
+            f"{path}: a damaged results file: column {', '.join(twice)} appears more than once "
+            "(rewritten by another tool?)"
+        )
+    missing = [c for c in REQUIRED_COLUMNS if c not in names]
+    if missing:
+        raise ResultsError(
+            f"{path}: not a matchbench results file (no {', '.join(missing)} column"
+            f"{'s' if len(missing) > 1 else ''})"
+        )
+    try:
+        return upgrade(table, file_schema_version(pf.schema_arrow.metadata))
+    except ResultsError:
+        raise
+    except Exception as exc:
+        raise ResultsError(f"{path}: cannot be read as a results file ({type(exc).__name__}: {exc})") from None
 
 
 def result_files(path: str | os.PathLike) -> list[Path]:
