@@ -9,6 +9,7 @@ again and the final run holds each task once.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 from pathlib import Path
@@ -148,3 +149,16 @@ def test_a_full_disk_ends_like_ctrl_c_with_the_resume_line(tmp_path, monkeypatch
     again = execute([_plan(tmp_path, resume=True)], stream=io.StringIO())
     final = read_results(Path(again["dir"]))
     assert final.task_id.nunique() == 3 and final.groupby(["task_id", "repetition"]).size().max() == 1
+
+
+def test_a_resume_with_other_settings_is_refused_not_duplicated(tmp_path):
+    """``run.resume=true`` with an extra override that changes what the tasks measure (here
+    the repetitions) would run every task again beside its old rows: refused, one line."""
+    first = execute([_plan(tmp_path)], stream=io.StringIO())
+    plan = _plan(tmp_path, resume=True)
+    plan.tasks[:] = plan.tasks[:2] + [
+        dataclasses.replace(t, task_id="0" * 16, repetitions=5) for t in plan.tasks[2:]
+    ]
+    code, log = _exit(lambda s: execute([plan], stream=s))
+    assert code == 2 and "1 task(s) measure instances x solvers that run half already holds" in log
+    assert len(read_results(Path(first["dir"]))) == 6

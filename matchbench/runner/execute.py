@@ -242,6 +242,34 @@ def execute(plans: list[Plan], *, stream=None) -> dict[str, Any]:
         _refuse(stream, str(exc))
 
 
+def _settings_changed(run_dir: Path, tasks: Any, planned: list[Task]) -> int:
+    """How many of ``tasks`` (not done in the run) measure an (algorithm, variant, init,
+    instance) the run already has rows of: the same work under other settings. A sweep
+    that itself plans one such identity under several settings (a grid over repetitions)
+    is not counted."""
+    from collections import Counter
+
+    from matchbench.datasets import instance_key
+    from matchbench.results.store import read_results
+
+    def ident(t: Task) -> tuple[str, str, str, str]:
+        return (t.algorithm, t.variant or "", t.init or "", instance_key(t.instance_spec))
+
+    several = Counter(ident(t) for t in {t.task_id: t for t in planned}.values())
+
+    try:
+        have = read_results(run_dir)
+    except Exception:  # noqa: BLE001 - unreadable files are set aside by done_tasks()
+        return 0
+    if have.empty or "instance_key" not in have:
+        return 0
+    known = set(
+        zip(have["algorithm"], have["variant"].fillna(""), have["init"].fillna(""),
+            have["instance_key"], strict=True)
+    )
+    return sum(ident(t) in known and several[ident(t)] == 1 for t in tasks)
+
+
 def _execute_run(plans, run, run_id, writer, batch, cluster_cfg, stream) -> dict[str, Any]:
     """:func:`execute` once the run is chosen and locked."""
     from matchbench.runner.provenance import client_provenance
@@ -301,6 +329,16 @@ def _execute_run(plans, run, run_id, writer, batch, cluster_cfg, stream) -> dict
         for t in p.tasks:
             if t.task_id not in done:
                 tasks.setdefault(t.task_id, t)
+    if run.get("resume") and done and tasks:
+        clash = _settings_changed(writer.dir, tasks.values(), [t for p in plans for t in p.tasks])
+        if clash:
+            _refuse(
+                stream,
+                f"resume: {clash} task(s) measure instances x solvers that run {run_id} already "
+                "holds, with other settings (an override the first sweep did not have: "
+                "repetitions, a time limit, an option); their rows would sit beside the old "
+                "ones. Resume with the first sweep's overrides, or give a new run.id",
+            )
     skipped_done = sum(1 for p in plans for t in p.tasks if t.task_id in done)
     if skipped_done:
         stream.write(f"resume: {skipped_done} task(s) already in run {run_id}, skipped\n")
