@@ -114,15 +114,6 @@ class Task:
         names = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 
-    def __getitem__(self, key: str) -> Any:
-        """``task["task_id"]``: read access as for the dict tasks of earlier versions
-        (callers outside the runner; the runner reads attributes)."""
-        if not isinstance(key, str) or key not in _TASK_FIELDS:
-            raise KeyError(key)
-        return getattr(self, key)
-
-
-_TASK_FIELDS = frozenset(f.name for f in dataclasses.fields(Task))
 
 
 @dataclass

@@ -109,8 +109,8 @@ def test_cheap_cpu_keeps_the_task_ids_of_earlier_versions():
     plan = build_plan(_cfg("hk"))
     (task,) = plan.tasks
     timing = {"repetitions": 2, "warmup": 1}
-    assert task["task_id"] == task_id({"_target_": _cfg("hk")["algorithm"]["_target_"]}, SMOKE, timing)
-    assert task["init"] == "cheap_cpu" and task["init_cfg"] == CHEAP_CPU
+    assert task.task_id == task_id({"_target_": _cfg("hk")["algorithm"]["_target_"]}, SMOKE, timing)
+    assert task.init == "cheap_cpu" and task.init_cfg == CHEAP_CPU
 
 
 def test_device_init_ships_with_gpu_solvers_and_changes_the_id():
@@ -133,7 +133,7 @@ def test_other_families_ignore_the_init_section():
     a = build_plan(_cfg("scipy_lsa", dataset=LAP, init=CHEAP_CPU)).tasks[0]
     b = build_plan(_cfg("scipy_lsa", dataset=LAP, init=CHEAP_GPU)).tasks[0]
     c = build_plan(_cfg("scipy_lsa", dataset=LAP, init=None)).tasks[0]
-    assert a["task_id"] == b["task_id"] == c["task_id"]  # a sweep over init runs them once
+    assert a.task_id == b.task_id == c.task_id  # a sweep over init runs them once
     assert a.init_cfg is None and a.init is None
 
 

@@ -422,7 +422,7 @@ def test_task_rows_carry_init_phases_and_a_verified_objective(tmp_path, init, la
     from matchbench.runner.task import execute_task
 
     (task,) = build_plan(_cfg(tmp_path, init)).tasks
-    assert task["problem"] == "mwpm" and task["algorithm"] == "roma"
+    assert task.problem == "mwpm" and task.algorithm == "roma"
     rows = execute_task(task)
     assert [r["status"] for r in rows] == ["ok", "ok"]
     g = complete_exponential(33, seed=2)
