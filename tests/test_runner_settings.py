@@ -33,7 +33,7 @@ LOUVAIN = {"_target_": "matchbench.families.community.louvain.Louvain", **config
 CASES = {
     "no repetitions": ({"gpu__repetitions": 0}, "gpu.repetitions must be an integer >= 1"),
     "negative warm-up": ({"gpu__warmup": -1}, "gpu.warmup must be an integer >= 0"),
-    "zero task timeout": ({"run__task_timeout_s": 0}, "run.task_timeout_s must be a positive number"),
+    "zero task timeout": ({"run__task_timeout_s": 0}, "run.task_timeout_s must be a finite number > 0"),
     "a memory limit that is no size": ({"run__task_memory_limit": "lots"}, "run.task_memory_limit must be a number of bytes"),
     "zero time limit": ({"algorithm__time_limit_s": 0}, "algorithm.time_limit_s must be a positive number"),
     "an option of the wrong type": ({"algorithm": {**LOUVAIN, "t_bin": "x"}}, "algorithm config"),

@@ -11,7 +11,6 @@ instance a solver cannot take) is not a setting: it stays that instance's row.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 #: Error-row stages of :func:`matchbench.runner.plan.build_plan` that are settings.
@@ -20,19 +19,23 @@ SETTING_STAGES = ("algorithm config:", "init config:", "dataset config:")
 MISSING = "???"
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _timing_problems(gpu: dict[str, Any], run: dict[str, Any]) -> list[str]:
+    """What is wrong with the timing and task settings (the shared validators' words)."""
+    from matchbench.core import params
+
+    checks = [
+        (params.positive_int, "gpu.repetitions", gpu.get("repetitions", 3)),
+        (params.non_negative_int, "gpu.warmup", gpu.get("warmup", 0)),
+        (params.non_negative_int, "gpu.instrumented", gpu.get("instrumented", 0) or 0),
+    ]
+    if run.get("task_timeout_s") is not None:
+        checks.append((params.positive_float, "run.task_timeout_s", run["task_timeout_s"]))
     out = []
-    reps = gpu.get("repetitions", 3)
-    if not _is_int(reps) or reps < 1:
-        out.append(f"gpu.repetitions must be an integer >= 1 (timed repetitions per task), not {reps!r}")
-    for key in ("warmup", "instrumented"):
-        value = gpu.get(key, 0) or 0
-        if not _is_int(value) or value < 0:
-            out.append(f"gpu.{key} must be an integer >= 0, not {value!r}")
+    for check, name, value in checks:
+        try:
+            check(name, value)
+        except ValueError as exc:
+            out.append(str(exc))
     memory = run.get("task_memory_limit", "auto")
     if memory not in (None, "auto", 0):
         from matchbench.core.limits import parse_bytes
@@ -41,13 +44,6 @@ def _timing_problems(gpu: dict[str, Any], run: dict[str, Any]) -> list[str]:
             parse_bytes(memory, "run.task_memory_limit")
         except ValueError as exc:
             out.append(f"{exc} (or auto, or null for none)")
-    timeout = run.get("task_timeout_s")
-    if timeout is not None and (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not (math.isfinite(timeout) and timeout > 0)
-    ):
-        out.append(f"run.task_timeout_s must be a positive number of seconds (or null), not {timeout!r}")
     return out
 
 
