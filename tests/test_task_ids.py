@@ -250,8 +250,8 @@ def _check_resumes(plans, done, keys, *, every_job=True):
     planned = set()
     for plan in plans:
         assert not plan.error_rows, plan.error_rows[0].get("error")
-        planned |= {t["task_id"] for t in plan.tasks}
-        assert {instance_key(t["instance_spec"]) for t in plan.tasks} <= keys
+        planned |= {t.task_id for t in plan.tasks}
+        assert {instance_key(t.instance_spec) for t in plan.tasks} <= keys
     assert planned and planned <= done
     assert planned == done or not every_job
 

@@ -117,10 +117,10 @@ def test_device_init_ships_with_gpu_solvers_and_changes_the_id():
     cpu = build_plan(_cfg("apfb")).tasks[0]
     gpu = build_plan(_cfg("apfb", init=CHEAP_GPU)).tasks[0]
     greedy = build_plan(_cfg("apfb", init=dict(CHEAP_GPU, rule="greedy"))).tasks[0]
-    assert gpu["init"] == "cheap_gpu" and gpu["init_cfg"] == CHEAP_GPU
-    assert greedy["init"] == "cheap_gpu(rule=greedy)"
-    assert len({cpu["task_id"], gpu["task_id"], greedy["task_id"]}) == 3
-    assert "mcm_init" in gpu["kernel_families"] and "apfb" in gpu["kernel_families"]
+    assert gpu.init == "cheap_gpu" and gpu.init_cfg == CHEAP_GPU
+    assert greedy.init == "cheap_gpu(rule=greedy)"
+    assert len({cpu.task_id, gpu.task_id, greedy.task_id}) == 3
+    assert "mcm_init" in gpu.kernel_families and "apfb" in gpu.kernel_families
 
 
 def test_cpu_solver_with_device_init_is_left_out():
