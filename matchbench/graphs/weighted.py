@@ -230,7 +230,8 @@ class WeightedGraph:
         # Every objective of the families on this graph (a matching's weight, modularity's
         # 2m) is a sum of these weights: refuse what float64 cannot sum, rather than
         # certify an infinite objective later.
-        total = float(np.sum(self.weight))
+        with np.errstate(over="ignore"):  # an overflow is what is tested for
+            total = float(np.sum(self.weight))
         if not np.isfinite(total * 2.0):
             raise _err(
                 name,
