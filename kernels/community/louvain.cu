@@ -2,7 +2,8 @@
 // Tumeo, "Community Detection on the GPU", IPDPS 2017 (paper III of Naim's 2017 thesis),
 // Sec. 4: Alg. 1 (modularity optimization), Alg. 2 (computeMove), Alg. 3 (aggregation), with
 // the thread and memory allocation of Sec. 4.1. The host loop (Alg. 1 lines 3-12, the stages,
-// the thresholds) is matchbench/families/community/louvain_gpu.py; every kernel here is one parallel
+// the thresholds) is matchbench/families/community/louvain_stages.py, driven by
+// louvain_gpu.py (the tests' host model: louvain_model.py); every kernel here is one parallel
 // step of it, and a kernel boundary is each global synchronization the paper's host returns
 // for ("control is only returned to the host for calling new kernels").
 //

@@ -2,7 +2,7 @@
 //
 // Date & Nagi, "GPU-accelerated Hungarian algorithms for the Linear Assignment Problem",
 // Parallel Computing 2016. "Alg. N" below is that paper's Algorithm N; "Sec." its sections.
-// The host driver is matchbench/families/lap/hungarian.py; it keeps the control flow of
+// The host driver is matchbench/families/lap/hungarian_driver.py; it keeps the control flow of
 // Sec. 3.2 (each step one or more kernels, the host coordinating between them), reading
 // device flags only where it must decide what runs next. CU-TREE also has a persistent
 // form (hungarian_tree_persistent, at the end): the same steps in one launch, separated
@@ -46,7 +46,7 @@ typedef double dual_t;
 #error "HUNG_DTYPE must be 0 (int32), 1 (int64), 2 (float32) or 3 (float64)"
 #endif
 
-// ctrl layout; kept in step with _CTRL_* in matchbench/families/lap/hungarian.py.
+// ctrl layout; kept in step with CTRL_* in matchbench/families/lap/hungarian_driver.py.
 #define HUNG_MATCH 0  // assigned rows counted by the optimality check (Alg. 2)
 #define HUNG_NF 1     // size of the frontier F_in
 #define HUNG_REV 2    // 1 once some column is marked "reverse" in the forward pass
@@ -793,7 +793,7 @@ __device__ __forceinline__ void hungarian_atomic_min_pos(dual_t* addr, dual_t x)
 // Date & Nagi 2016, CU-TREE (Alg. 2, 4, 5, 6 and 9, Sec. 4.2-4.4) as one persistent kernel;
 // see the section comment above. One device (col0 = 0, ld = n). Launched cooperatively with
 // gridDim.x = ceil(n / (32 tiles)) blocks of HUNG_PERSIST_THREADS threads and the dynamic
-// shared memory of persistent_smem_bytes (matchbench/families/lap/hungarian.py).
+// shared memory of persistent_smem_bytes (matchbench/families/lap/hungarian_tree.py).
 // Inputs: u, v after the initial reduction (Alg. 1), A_r = A_c = -1, ctrl zeroed; `stamp`
 // (n) and theta2 (2) are scratch. Outputs: A_r, A_c, u, v, and in ctrl the error code,
 // the counters, and the barrier word. F and Fu hold two frontiers of n entries each.

@@ -2,7 +2,7 @@
 //
 // Deveci, Kaya, Uçar & Çatalyürek, an atomic- and lock-free GPU push-relabel algorithm for
 // maximum-cardinality bipartite matching ("G-PR"; plain text in the shared papers folder,
-// deveci-gpu-push-relabel-gpr.md), Algorithms 3-9. Driven by matchbench/families/mcm/gpr.py.
+// deveci-gpu-push-relabel-gpr.md), Algorithms 3-9. Driven by matchbench/families/mcm/gpr.py (host loop: gpr_loop.py).
 //
 // Data (one allocation each, rows first):
 //   mu[0, m)      row mates:    mu_row[u] = column matched to u, or -1 (unmatched row).

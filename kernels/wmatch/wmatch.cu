@@ -1,6 +1,6 @@
 // Half-approximate weighted matching on general graphs (b = 1): GPU Suitor and GPU
 // locally-dominant. Both compute the greedy matching of the global edge order of
-// matchbench/families/wmatch/problem.py, (w, max(u, v), min(u, v)), larger first.
+// matchbench/graphs/weighted.py edge_order_key, (w, max(u, v), min(u, v)), larger first.
 //
 // Edge ranks. The driver hands every CSR entry p the rank rank[p] in 1..m of its
 // undirected edge in that order (the heaviest edge has rank m, the same from both
