@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import re
 import zlib
 from pathlib import Path
 
@@ -45,11 +44,9 @@ FILL_FACTOR = 4096
 #: ... or at most this many cells, whichever is larger.
 FILL_FLOOR = 1 << 24
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
 def parse_bytes(text: str | int, what: str = "size") -> int:
-    """Bytes from ``123``, ``"64MiB"``, ``"2 GB"`` (binary units).
+    """Bytes from ``123``, ``"64MiB"``, ``"2GB"`` (:func:`dask.utils.parse_bytes`, as
+    ``run.batch`` and ``cluster.memory_limit`` read sizes), refused unless positive.
 
     >>> parse_bytes("64MiB")
     67108864
@@ -60,12 +57,19 @@ def parse_bytes(text: str | int, what: str = "size") -> int:
     ...
     ValueError: size must be a number of bytes or a size such as '64MiB', not 'lots'
     """
-    if isinstance(text, int) and not isinstance(text, bool) and text > 0:
-        return text
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*", str(text), re.IGNORECASE)
-    if m is None or float(m.group(1)) <= 0:
+    from dask.utils import parse_bytes as dask_bytes
+
+    value: float | None = None
+    if isinstance(text, int) and not isinstance(text, bool):
+        value = text
+    elif isinstance(text, str):
+        try:
+            value = dask_bytes(text.strip())
+        except (ValueError, TypeError):
+            value = None
+    if value is None or not value > 0:
         raise ValueError(f"{what} must be a number of bytes or a size such as '64MiB', not {text!r}")
-    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    return int(value)
 
 
 def human(n: float) -> str:
@@ -91,6 +95,10 @@ def max_input_bytes() -> int:
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not Linux
         total = 16 << 30
     return max(total // 8, 256 << 20)
+
+
+def _where(what: str, path: str | os.PathLike) -> str:
+    return f"{what} {path}" if what else str(path)
 
 
 def is_gzip(path: Path) -> bool:
@@ -156,7 +164,7 @@ def check_entries(declared: int, path: str | os.PathLike, what: str, min_bytes: 
     room = size * (GZIP_MAX_RATIO if is_gzip(p) else 1) // max(min_bytes, 1)
     if declared > room:
         raise DatasetError(
-            f"{what} {p}: the header declares {declared:,} entries, but a file of {size:,} "
+            f"{_where(what, p)}: the header declares {declared:,} entries, but a file of {size:,} "
             f"bytes holds at most {room:,}: a bad header"
         )
 
@@ -168,7 +176,7 @@ def check_dimensions(
     limit = max(DIM_FLOOR, DIM_FACTOR * max(entries, 0))
     if rows < 0 or cols < 0 or rows + cols > limit:
         raise DatasetError(
-            f"{what} {path}: the header declares {rows:,} x {cols:,} for {entries:,} entries; "
+            f"{_where(what, path)}: the header declares {rows:,} x {cols:,} for {entries:,} entries; "
             f"at most {limit:,} rows + columns are accepted ({DIM_FACTOR} per entry, or "
             f"{DIM_FLOOR:,}): a bad header"
         )
@@ -180,7 +188,7 @@ def check_fill(cells: int, entries: int, path: str | os.PathLike, what: str) -> 
     limit = max(FILL_FLOOR, FILL_FACTOR * max(entries, 0))
     if cells > limit:
         raise DatasetError(
-            f"{what} {path}: a dense array of {cells:,} cells from {entries:,} stored entries; "
+            f"{_where(what, path)}: a dense array of {cells:,} cells from {entries:,} stored entries; "
             f"at most {limit:,} are accepted ({FILL_FACTOR} per entry, or {FILL_FLOOR:,}): "
             "a bad header, or a matrix to store densely (array format, .npy)"
         )
@@ -191,6 +199,6 @@ def check_allocation(nbytes: int, path: str | os.PathLike, what: str, detail: st
     cap = max_input_bytes()
     if nbytes > cap:
         raise DatasetError(
-            f"{what} {path}: {detail} would take {human(nbytes)}, over the input limit of "
+            f"{_where(what, path)}: {detail} would take {human(nbytes)}, over the input limit of "
             f"{human(cap)} (${MAX_INPUT_BYTES_ENV})"
         )

@@ -47,7 +47,7 @@ class Verification:
     def __post_init__(self) -> None:
         # A certificate proves a finite answer; an infinite or NaN objective (an overflowed
         # sum) is never verified, whatever the family's checks said.
-        if self.verified and not math.isfinite(float(self.objective)):
+        if self.verified and (self.objective is None or not math.isfinite(float(self.objective))):
             self.verified = False
             self.reason = f"objective {self.objective!r} is not finite (an overflowed sum)"
 

@@ -54,9 +54,8 @@ __all__ = ["WeightedEntries", "load", "read", "read_weighted", "stem", "write"]
 
 _FIELDS = ("pattern", "integer", "real")
 _SYMMETRIES = ("general", "symmetric", "skew-symmetric", "hermitian")
-# Smallest entry line: "1 1\n" (pattern) or "1 1 0\n"; deflate expands at most ~1032x.
+# Smallest entry line: "1 1\n" (pattern) or "1 1 0\n" (gzip: limits.GZIP_MAX_RATIO).
 _MIN_ENTRY_BYTES = {"pattern": 4, "integer": 6, "real": 6}
-_GZIP_MAX_RATIO = 1100
 
 
 def stem(path: Path) -> str:
@@ -190,10 +189,7 @@ def _read_header(path: Path):
     if header.nnz == 0:
         raise DatasetError(f"{where}: empty graph (the header says 0 entries)")
     # A wrong count in the header would otherwise make the reader allocate it up front.
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        if f.read(2) == b"\x1f\x8b":
-            size *= _GZIP_MAX_RATIO
+    size = path.stat().st_size * (limits.GZIP_MAX_RATIO if limits.is_gzip(path) else 1)
     if header.nnz * _MIN_ENTRY_BYTES[header.field] > size:
         raise DatasetError(
             f"{where}: the header says {header.nnz} entries, more than the file can hold "
@@ -201,13 +197,7 @@ def _read_header(path: Path):
         )
     # ... and absurd dimensions would make it allocate index arrays of nrows + 1 entries
     # (a 90-byte file declaring 2e9 x 2e9 asked for 16 GB) before reading any entry.
-    limit = max(limits.DIM_FLOOR, limits.DIM_FACTOR * int(header.nnz))
-    if int(header.nrows) + int(header.ncols) > limit:
-        raise DatasetError(
-            f"{where}: the header declares {header.nrows:,} x {header.ncols:,} for "
-            f"{header.nnz:,} entries; at most {limit:,} rows + columns are accepted "
-            f"({limits.DIM_FACTOR} per entry, or {limits.DIM_FLOOR:,}): a bad header"
-        )
+    limits.check_dimensions(int(header.nrows), int(header.ncols), int(header.nnz), path, "")
     return header
 
 
