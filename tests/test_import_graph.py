@@ -9,7 +9,7 @@ rank  layer     packages
 ====  ========  ==========================================================================
 0     core      ``matchbench`` (the root package: its version only), ``matchbench.core``:
                 the contracts (Problem, Verification, BaseSolver, params, errors, paths)
-1     shared    ``matchbench.graphs``, ``matchbench.gpu``, ``matchbench.datasets``,
+1     shared    ``matchbench.graphs``, ``matchbench.gpu``, ``matchbench.datasets``, ``matchbench.external``,
                 ``matchbench.data``: graph models and readers, GPU plumbing, the dataset
                 registry, data files
 2     families  ``matchbench.families.<family>``: one problem family each
@@ -57,7 +57,7 @@ PACKAGES = ("matchbench", "hydra_plugins")
 #: (layer, packages), lowest first; see the module docstring.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("core", ("matchbench.core",)),
-    ("shared", ("matchbench.graphs", "matchbench.gpu", "matchbench.datasets", "matchbench.data")),
+    ("shared", ("matchbench.graphs", "matchbench.gpu", "matchbench.datasets", "matchbench.data", "matchbench.external")),
     ("families", ("matchbench.families",)),
     ("results", ("matchbench.results",)),
     ("report", ("matchbench.report",)),

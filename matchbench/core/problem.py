@@ -52,6 +52,19 @@ class Verification:
             self.reason = f"objective {self.objective!r} is not finite (an overflowed sum)"
 
 
+@dataclass(frozen=True)
+class ReportedObjective:
+    """An answer that is only a number: the objective a program printed, with nothing to check.
+
+    What an outside program that reports no answer gives (:mod:`matchbench.external`);
+    the runner records ``objective`` and leaves ``verified`` null with the reason
+    "objective only, not certified": it is never counted as verified.
+    """
+
+    objective: float
+    source: str = "the program's output"
+
+
 class Problem:
     """A problem family.
 

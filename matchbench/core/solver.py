@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 #: The phases :class:`Measurements` names; the runner gives each its own column.
-STANDARD_PHASES = ("solve", "init", "upload", "transfer")
+STANDARD_PHASES = ("solve", "init", "upload", "transfer", "process")
 
 
 @dataclass
@@ -72,6 +72,10 @@ class Measurements:
         The host-to-device copy of the instance (``t_upload_s``).
     transfer : float or None
         The answer's device-to-host copy (``t_transfer_s``).
+    process : float or None
+        An outside program's process, start to exit, by the host clock (``t_process_s``;
+        :mod:`matchbench.external`): beside ``solve``, which is the time the program
+        reports of itself where it reports one.
     phases : dict of str to float
         The family's other phases, in seconds (``phases_json``), e.g. one entry per
         kernel stage.
@@ -86,14 +90,15 @@ class Measurements:
     Examples
     --------
     >>> m = Measurements.from_dicts({"solve": 0.5, "push": 0.4}, {"kernel_launches": 7})
-    >>> m.solve, m.transfer, m.phases, m.counters
-    (0.5, None, {'push': 0.4}, {'kernel_launches': 7})
+    >>> m.solve, m.transfer, m.process, m.phases, m.counters
+    (0.5, None, None, {'push': 0.4}, {'kernel_launches': 7})
     """
 
     solve: float | None = None
     init: float | None = None
     upload: float | None = None
     transfer: float | None = None
+    process: float | None = None
     phases: dict[str, float] = field(default_factory=dict)
     counters: dict[str, Any] = field(default_factory=dict)
 

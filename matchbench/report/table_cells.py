@@ -10,7 +10,8 @@ rows with status ok and ``verified`` true; over the instances of the cell, the g
 mean. An instance with no such row is, if it has a ``timeout`` row and ``value`` is a
 time (``*_s``), the lower bound "> T" with T the largest ``time_limit_s`` of those rows x
 ``scale`` (several instances: the geometric mean with T substituted, still "> x");
-otherwise the cell shows the worst word among unverified (ok rows not verified),
+otherwise the cell shows the worst word among wrong (an answer its certificate
+rejected), unverified (ok rows not verified: an objective a program only reported),
 crashed, error, oom, timeout, "no value" and skipped. A cell with no rows is "-".
 
 Numbers and their marks ("" measured, ">" lower bound, "<" upper bound, else the word)
@@ -55,7 +56,7 @@ __all__ = [
 ]
 
 #: Words a cell without a number shows, worst first.
-_WORDS = ("unverified", "crashed", "error", "oom", "timeout", "no value", "skipped")
+_WORDS = ("wrong", "unverified", "crashed", "error", "oom", "timeout", "no value", "skipped")
 NUMBER_MARKS = ("", ">", "<")
 
 

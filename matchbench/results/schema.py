@@ -38,8 +38,10 @@ times (seconds)
     initializer: host clock for a CPU one, CUDA events for a GPU one), t_compile_s,
     t_upload_s (host-to-device copy of the instance, once per task: the time a graph that
     starts on the host adds), t_prepare_s, t_solve_s, t_e2e_s (t_init_s + t_solve_s: from
-    the instance in place to the answer), t_transfer_s, t_verify_s, phases_json (solver
-    phase seconds), edges_per_s (n_edges / t_solve_s: the instance's edges as the family
+    the instance in place to the answer), t_transfer_s, t_verify_s, t_process_s (an
+    outside program's process, start to exit, by the host clock: :mod:`matchbench.external`;
+    its ``t_solve_s`` is the time the program reports of itself where it reports one),
+    phases_json (solver phase seconds), edges_per_s (n_edges / t_solve_s: the instance's edges as the family
     counts them, e.g. undirected edges of a general graph, stored entries of a bipartite
     one), and the families' rate columns (a solver counter / t_solve_s, where the solver
     has that counter; each family declares its own in
@@ -61,11 +63,16 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
-#: ``status`` values: ok, error (an exception, bad input), timeout, oom (device or host
+#: ``status`` values: ok, wrong (an answer its certificate rejects: ``verified`` false,
+#: the reason in ``verify_reason`` and ``error``), error (an exception, bad input, a
+#: program that failed or whose answer cannot be read), timeout, oom (device or host
 #: memory), skipped (the solver declined the instance), crashed (the task's process died).
-STATUSES = ("ok", "error", "timeout", "oom", "skipped", "crashed")
+#: An ``ok`` row is verified, or has ``verified`` null: certification was off
+#: (``run.verify=false``), or the answer was only an objective a program reported
+#: (``verify_reason`` says so).
+STATUSES = ("ok", "wrong", "error", "timeout", "oom", "skipped", "crashed")
 
 SCHEMA = pa.schema(
     [
@@ -127,6 +134,7 @@ SCHEMA = pa.schema(
         ("proposals_per_s", pa.float64()),
         ("t_transfer_s", pa.float64()),
         ("t_verify_s", pa.float64()),
+        ("t_process_s", pa.float64()),
         ("phases_json", pa.string()),
         # counters
         ("kernel_launches", pa.int64()),
@@ -243,11 +251,57 @@ def _v3_to_v4(table: pa.Table) -> pa.Table:
     return table
 
 
+def _v5_to_v6(table: pa.Table) -> pa.Table:
+    """5 -> 6 adds the ``wrong`` status and ``t_process_s`` (null: no outside program).
+
+    Before version 6 an answer its certificate rejected kept ``status = "ok"`` with
+    ``verified`` false; such rows become ``wrong`` (their ``error`` the verifier's reason),
+    as new rows are written, so that a comparison of an old run with a new one counts them
+    alike. A verifier that raised (``verify_reason`` "verifier failed: ...") becomes
+    ``error``, as it is now.
+    """
+    import pyarrow.compute as pc
+
+    names = table.column_names
+    if not {"status", "verified"} <= set(names):
+        return table
+    status = table.column("status").cast(pa.string())
+    rejected = pc.and_(pc.equal(status, "ok"), pc.equal(table.column("verified").cast(pa.bool_()), False))
+    rejected = pc.fill_null(rejected, False)
+    if not pc.any(rejected).as_py():
+        return table
+    reason = (
+        table.column("verify_reason").cast(pa.string())
+        if "verify_reason" in names
+        else pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
+    )
+    crashed = pc.fill_null(pc.starts_with(reason, "verifier failed"), False)
+    new_status = pc.if_else(rejected, pc.if_else(crashed, pa.scalar("error"), pa.scalar("wrong")), status)
+    error = (
+        table.column("error").cast(pa.string())
+        if "error" in names
+        else pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
+    )
+    new_error = pc.if_else(rejected, reason, error)
+    error_type = (
+        table.column("error_type").cast(pa.string())
+        if "error_type" in names
+        else pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
+    )
+    new_type = pc.if_else(rejected, new_status, error_type)
+    for name, values in (("status", new_status), ("error", new_error), ("error_type", new_type)):
+        if name in names:
+            table = table.set_column(table.column_names.index(name), name, values)
+        else:
+            table = table.append_column(name, values)
+    return table
+
+
 # Upgrades from version v to v + 1; each takes and returns a pyarrow Table. Columns that
 # a version only adds (1 -> 2: experiment, instrumented, time_limit_s; 4 -> 5: batch_id,
 # batch_size, null = a task of one instance, as every older row was) need no step:
 # :func:`upgrade` fills them with nulls.
-_UPGRADES: dict[int, Any] = {2: _v2_to_v3, 3: _v3_to_v4}
+_UPGRADES: dict[int, Any] = {2: _v2_to_v3, 3: _v3_to_v4, 5: _v5_to_v6}
 
 
 def upgrade(table: pa.Table, version: int) -> pa.Table:

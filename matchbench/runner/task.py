@@ -32,8 +32,11 @@ _warm_initializers: set[str] = set()
 
 
 def classify(exc: BaseException) -> str:
-    """The ``status`` of a failure: ``oom`` for device or host memory, else ``error``."""
+    """The ``status`` of a failure: ``oom`` for device or host memory, ``timeout`` for an
+    outside program killed at its limit, else ``error``."""
     name = type(exc).__name__
+    if isinstance(exc, TimeoutError):
+        return "timeout"
     if isinstance(exc, MemoryError) or name in ("OutOfMemoryError",) or "out of memory" in str(exc).lower():
         return "oom"
     return "error"
@@ -54,7 +57,7 @@ def error_row(base: Row, exc: BaseException | str, *, status: str | None = None,
     if stage:
         message = f"{stage}: {message}"
     keep = {k: v for k, v in base.items() if k in _ROW_KEYS}
-    return {
+    row = {
         "repetition": -1,
         **keep,
         "status": status,
@@ -63,6 +66,10 @@ def error_row(base: Row, exc: BaseException | str, *, status: str | None = None,
         "verified": None,
         "timestamp": _now(),
     }
+    limit = getattr(exc, "limit_s", None)  # an outside program killed at its own limit
+    if status == "timeout" and isinstance(limit, int | float):
+        row["time_limit_s"] = float(limit)
+    return row
 
 
 _ROW_KEYS = {
@@ -308,6 +315,7 @@ def _timed_row(
         t_solve_s=share(solve),
         t_transfer_s=share(transfer),
         t_upload_s=share(measured.upload),
+        t_process_s=share(measured.process),
         phases_json=to_json({k: share(v) for k, v in phases.items()}) if phases else None,
     )
     row["t_e2e_s"] = e2e_seconds(row.get("t_init_s"), row["t_solve_s"])
@@ -330,7 +338,26 @@ def _timed_row(
         row["gpu_mem_peak_bytes"] = solver.memory_peak_bytes() or int(ready.pool.total_bytes())
 
 
+#: ``verify_reason`` of an answer that is only a reported objective
+OBJECTIVE_ONLY = "objective only, not certified"
+
+
 def _verify(row: Row, ready: _Ready, solution: Any) -> None:
+    """Certify ``solution`` into ``row``: ``ok`` and verified, or ``wrong`` with the reason.
+
+    An answer that is only a number a program printed
+    (:class:`~matchbench.core.problem.ReportedObjective`) has nothing to certify: its row
+    stays ``ok`` with that objective, ``verified`` null and :data:`OBJECTIVE_ONLY` as the
+    reason. A verifier that raises makes the row an ``error`` (the answer was not judged).
+    """
+    from matchbench.core.problem import ReportedObjective
+
+    if isinstance(solution, ReportedObjective):
+        row.update(
+            objective=float(solution.objective), verified=None,
+            verify_reason=f"{OBJECTIVE_ONLY} ({solution.source})",
+        )
+        return
     if not ready.task.verify:
         return
     t0 = time.perf_counter()
@@ -340,8 +367,12 @@ def _verify(row: Row, ready: _Ready, solution: Any) -> None:
             objective=v.objective, bound=v.bound, reference_objective=v.reference,
             verified=v.verified, verify_reason=v.reason,
         )
+        if not v.verified:
+            row.update(status="wrong", error_type="wrong", error=f"certificate: {v.reason}"[:4000])
     except Exception as exc:
-        row.update(verified=False, verify_reason=f"verifier failed: {type(exc).__name__}: {exc}")
+        reason = f"verifier failed: {type(exc).__name__}: {exc}"
+        row.update(verified=False, verify_reason=reason, status="error",
+                   error_type=type(exc).__name__, error=reason[:4000])
     row["t_verify_s"] = time.perf_counter() - t0
 
 
