@@ -15,13 +15,15 @@ What each patch does:
 
 ecl-mm
     ECL-MM computes the matching but prints only its size; its own ``printEdgesInMatching``
-    is commented out. The patch enables it (the ``ecl_pairs`` reader reads what it prints).
+    is commented out. The patch enables it (the ``ecl_pairs`` reader reads what it prints),
+    and drops the clock rates from its GPU banner (CUDA 13's ``cudaDeviceProp`` has none).
 hylac
     HyLAC's three single-LAP programs generate their own random costs. The patch reads
     ``$MATCHBENCH_COSTS`` instead (raw row-major values of the program's cost type: uint32
     for Hung-CT and Hung, float64 for Hung-Tree) and prints the assignment after its timed
     solve, after a line ``matchbench assignment:``. Hung-Tree declares ``getAssignments``
-    without defining it; the patch defines it.
+    without defining it; the patch defines it. With CUDA 13 their build also needs
+    ``cub_compat.cuh`` here (``cub::Min``/``cub::Sum`` are gone from CUB 3): see README.md.
 hylac-block
     The Block-LAP stream solver (a thread block per LAP) generates ``-t`` problems; the patch
     reads ``$MATCHBENCH_COSTS`` (an int32 header ``B n`` and ``B * n * n`` float32 values,
@@ -68,6 +70,15 @@ PATCHES: dict[str, list[tuple[str, str, str]]] = {
             '      printf("%d %d\\n", a, mate[a]);\n  }\n}\n',
         ),
         ("source/ECL-MM_10.cu", "  //printEdgesInMatching();", "  printEdgesInMatching();"),
+        # CUDA 13 has no cudaDeviceProp::clockRate nor memoryClockRate: print the rest
+        ("source/ECL-MM_10.cu",
+         '  printf("\\nGPU: %s with %d SMs and %d mTpSM (%.1f MHz and %.1f MHz)\\n", deviceProp.name, SMs, mTpSM, '
+         'deviceProp.clockRate * 0.001, deviceProp.memoryClockRate * 0.001);\n'
+         '  printf("     %.1f GB/s peak bandwidth (%d-bit bus), compute capability %d.%d\\n\\n", 2.0 * '
+         'deviceProp.memoryClockRate * (deviceProp.memoryBusWidth / 8) * 0.000001, deviceProp.memoryBusWidth, '
+         'deviceProp.major, deviceProp.minor);\n',
+         '  printf("\\nGPU: %s with %d SMs and %d mTpSM, compute capability %d.%d\\n\\n", deviceProp.name, SMs, '
+         'mTpSM, deviceProp.major, deviceProp.minor); // matchbench: CUDA 13 has no clock rates\n'),
     ],
     "hylac": [
         # Hung-CT (the hybrid program; uint costs)

@@ -1,0 +1,15 @@
+// matchbench: CUB 3 (CUDA 13) no longer has cub::Min and cub::Sum, which HyLAC's reductions
+// name; these two functors stand in for them. Included before HyLAC's sources by its build:
+//   make ARCH=90 NVCC="nvcc -include MATCHBENCH/docs/peers/cub_compat.cuh"
+// (not needed with CUDA 12, whose CUB still has them).
+#pragma once
+namespace cub {
+struct Min {
+  template <class T>
+  __host__ __device__ __forceinline__ T operator()(const T &a, const T &b) const { return b < a ? b : a; }
+};
+struct Sum {
+  template <class T>
+  __host__ __device__ __forceinline__ T operator()(const T &a, const T &b) const { return a + b; }
+};
+}  // namespace cub
