@@ -4,12 +4,14 @@
 // (not needed with CUDA 12, whose CUB still has them).
 #pragma once
 namespace cub {
+// Two parameter types: HyLAC reduces uint costs from an int initial value, and CUB 3
+// invokes the operator with (init, item) as well as (item, item).
 struct Min {
-  template <class T>
-  __host__ __device__ __forceinline__ T operator()(const T &a, const T &b) const { return b < a ? b : a; }
+  template <class A, class B>
+  __host__ __device__ __forceinline__ auto operator()(const A &a, const B &b) const { return b < a ? b : a; }
 };
 struct Sum {
-  template <class T>
-  __host__ __device__ __forceinline__ T operator()(const T &a, const T &b) const { return a + b; }
+  template <class A, class B>
+  __host__ __device__ __forceinline__ auto operator()(const A &a, const B &b) const { return a + b; }
 };
 }  // namespace cub
