@@ -70,6 +70,9 @@ STDERR_TAIL = 2000
 #: Output a program may write (stdout, stderr, the answer file) before it is killed.
 MAX_OUTPUT_BYTES = 1 << 30
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+#: Terminal control sequences (ECMA-48 CSI, e.g. colours): programs with coloured logs put
+#: them at the start of the line after a log line (HyLAC's logger resets its colour there).
+_ANSI = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 def _placeholders(template: str) -> set[str]:
@@ -535,7 +538,7 @@ class ExternalSolver(BaseSolver):
                 )
             data, source = answer_path.read_bytes(), f"{self.name}'s answer file"
         else:
-            data, source = stdout, f"{self.name}'s standard output"
+            data, source = _ANSI.sub(b"", stdout), f"{self.name}'s standard output"
             if self.answer_after is not None:
                 marker = self.answer_after.strip()
                 lines = data.split(b"\n")

@@ -218,7 +218,8 @@ def test_a_failing_program_raises_what_names_the_failure(instance, mode, error, 
     assert message in str(err.value)
 
 
-def test_an_answer_on_standard_output_after_a_marker(tmp_path):
+@pytest.mark.parametrize("color", [False, True], ids=["plain", "coloured-log"])
+def test_an_answer_on_standard_output_after_a_marker(tmp_path, color):
     from matchbench.core.problem import get_problem
     from matchbench.families.lap.datasets import uniform
 
@@ -226,7 +227,8 @@ def test_an_answer_on_standard_output_after_a_marker(tmp_path):
     s = ExternalSolver(
         name="fake_lap_batch",
         problem="lap",
-        command="{python} {bin} {input}",
+        command="{python} {bin} {input} {args}",
+        args="--color" if color else "",
         bin=str(PROGRAMS / "fake_lap_batch.py"),
         input_format="npy",
         answer="stdout",
