@@ -65,8 +65,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("entry", ("matchbench.app", "matchbench.cli", "matchbench.__main__", "hydra_plugins")),
 )
 
+#: Public re-export modules (``import matchbench.lap``): each re-exports one family's
+#: public API and counts as a module of that family, so it sits in the families layer,
+#: may import only its own family (and the layers below), and no shared layer, other
+#: family, results, report or runner module may import it.
+PUBLIC = {"matchbench.lap": "lap", "matchbench.mcm": "mcm"}
+
 #: Modules placed by their exact name rather than as a package prefix.
-EXACT = {"matchbench": "core"}
+EXACT = {"matchbench": "core", **{m: "families" for m in PUBLIC}}
 
 _RANK = {name: rank for rank, (name, _) in enumerate(LAYERS)}
 _FAMILIES = "matchbench.families"
@@ -193,6 +199,8 @@ def layer(module: str) -> str | None:
 
 def family(module: str) -> str | None:
     """``mcm`` for ``matchbench.families.mcm.apfb``; None outside a family."""
+    if module in PUBLIC:
+        return PUBLIC[module]
     parts = module.split(".")
     if module.startswith(_FAMILIES + ".") and len(parts) > 2:
         return parts[2]
@@ -453,6 +461,11 @@ def test_checker_passes_a_clean_tree(tmp_path):
             "from matchbench.graphs import mtx as M\ny = M._helper\n",
             "matchbench/families/lap/refs.py:2: matchbench.families.lap.refs -> "
             "matchbench.graphs.mtx: uses private _helper of another package",
+        ),
+        (
+            "matchbench/lap.py",
+            "from matchbench.families.mcm import problem\n",
+            "matchbench.lap -> matchbench.families.mcm.problem: family lap imports family mcm",
         ),
         (
             "matchbench/results/compare.py",

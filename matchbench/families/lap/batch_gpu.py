@@ -34,6 +34,12 @@ same floating-point operations in the same order. CPU tests run it against SciPy
 verifier on hundreds of instances; GPU tests check that the kernel's answers equal it
 bit for bit.
 
+Stacks on the device. :func:`solve_stack` launches the same kernel on a contiguous
+``(B, n, n)`` CuPy array as it is: a batch of one size and dtype is one group whose
+back-to-back layout is the stack's own, so nothing is packed, copied or built as a
+:class:`CostMatrix` (:func:`matchbench.lap.solve_batch` is its public face). Both paths
+share :func:`device_launch`, :func:`launch` and :func:`check_stats`.
+
 Timing. ``prepare_batch`` packs and uploads (untimed, cached by instance identity across
 repetitions); ``run`` queues the launches between two CUDA events (``timings()["solve"]``
 is the whole batch); ``result_batch`` copies the answers back (one host sync) and raises
@@ -204,14 +210,21 @@ def plan_groups(
     return out
 
 
-def pack_group(costs: list[np.ndarray], group: Group) -> tuple[np.ndarray, np.ndarray]:
-    """The group's matrices back to back, and its ``meta`` rows (cost offset, vector
-    offset, n), int64, one per member in the group's order."""
+def group_meta(group: Group) -> np.ndarray:
+    """The group's ``meta`` rows (cost offset, vector offset, n), int64, one per member in
+    the group's order: matrices and answer vectors back to back, nothing padded."""
     ns = np.asarray(group.ns, dtype=np.int64)
     meta = np.zeros((len(ns), 3), dtype=np.int64)
     meta[1:, 0] = np.cumsum(ns * ns)[:-1]
     meta[1:, 1] = np.cumsum(ns)[:-1]
     meta[:, 2] = ns
+    return meta
+
+
+def pack_group(costs: list[np.ndarray], group: Group) -> tuple[np.ndarray, np.ndarray]:
+    """The group's matrices back to back, and its ``meta`` rows (:func:`group_meta`)."""
+    ns = np.asarray(group.ns, dtype=np.int64)
+    meta = group_meta(group)
     flat = np.empty(int((ns * ns).sum()), dtype=group.dtype)
     for q, k in enumerate(group.members):
         a = costs[k]
@@ -479,12 +492,7 @@ class HungarianBatchGPU(BaseSolver):
         cp.cuda.get_current_stream().synchronize()
         with self._timer:
             for g, d in zip(b.groups, b.dev, strict=True):
-                d["kern"](
-                    (len(g.members),),
-                    (g.threads_per_block,),
-                    (d["C"], d["meta"], d["r2c"], d["u"], d["v"], d["stats"]),
-                    shared_mem=d["shared"],
-                )
+                launch(g, d)
         self._answers = None
         self._counters = {
             "batch_size": len(b.instances),
@@ -504,16 +512,7 @@ class HungarianBatchGPU(BaseSolver):
         steps = initial = 0
         for g, d, meta in zip(b.groups, b.dev, b.meta_host, strict=True):
             stats = d["stats"].get()
-            bad = np.flatnonzero(stats[:, 1])
-            if bad.size:
-                q = int(bad[0])
-                k = g.members[q]
-                code = int(stats[q, 1])
-                raise RuntimeError(
-                    f"{self.name}: the block of instance {k} ({b.instances[k].name}, n = "
-                    f"{g.ns[q]}) stopped: {KERNEL_ERRORS.get(code, f'error code {code}')} "
-                    f"({bad.size} instance(s) of {len(g.members)} in its launch failed)"
-                )
+            check_stats(g, stats, self.name, [inst.name for inst in b.instances])
             steps += int(stats[:, 0].sum())
             initial += int(stats[:, 2].sum())
             for k, ans in unpack_group(g, meta, d["r2c"].get(), d["u"].get(), d["v"].get()):
@@ -536,8 +535,6 @@ class HungarianBatchGPU(BaseSolver):
     def _build(self, instances: list[CostMatrix]) -> _Batch:
         import cupy as cp
 
-        from matchbench.gpu.kernels import get_module
-
         limit = _smem_limit()
         groups = plan_groups(
             [(inst.n, inst.costs.dtype) for inst in instances],
@@ -546,32 +543,141 @@ class HungarianBatchGPU(BaseSolver):
             smem_limit=limit,
         )
         b = _Batch(instances, groups)
-        mod = get_module("lap_batch")
         costs = [inst.costs for inst in instances]
         for g in groups:
             flat, meta = pack_group(costs, g)
-            kern = mod.get_function(g.kernel)
-            shared = g.shared_bytes
-            if shared > SMEM_DEFAULT_LIMIT:
-                kern.max_dynamic_shared_size_bytes = max(
-                    shared, int(getattr(kern, "max_dynamic_shared_size_bytes", 0) or 0)
-                )
-            dual = np.dtype(np.int64) if g.dtype.kind == "i" else np.dtype(np.float64)
-            total = g.total_n
-            b.dev.append(
-                {
-                    "kern": kern,
-                    "shared": shared,
-                    "C": cp.asarray(flat),
-                    "meta": cp.asarray(meta),
-                    "r2c": cp.empty(total, dtype=np.int32),
-                    "u": cp.empty(total, dtype=dual),
-                    "v": cp.empty(total, dtype=dual),
-                    "stats": cp.zeros((len(g.members), 3), dtype=np.int64),
-                }
-            )
+            b.dev.append(device_launch(g, cp.asarray(flat), meta))
             b.meta_host.append(meta)
         return b
+
+
+# ---------------------------------------------------------------------------------------
+# Launches: shared by the solver (packed host instances) and by stacks already on the
+# device (:func:`solve_stack`, behind ``matchbench.lap.solve_batch``)
+# ---------------------------------------------------------------------------------------
+
+
+def device_launch(group: Group, flat: Any, meta: np.ndarray) -> dict[str, Any]:
+    """The kernel, shared memory and device arrays of one group's launch.
+
+    ``flat`` is the group's costs on the device, back to back as ``meta`` (host, int64,
+    :func:`group_meta`) says; it is used in place, not copied. The answer arrays are
+    allocated here; :func:`launch` queues the kernel.
+    """
+    import cupy as cp
+
+    from matchbench.gpu.kernels import get_module
+
+    kern = get_module("lap_batch").get_function(group.kernel)
+    shared = group.shared_bytes
+    if shared > SMEM_DEFAULT_LIMIT:
+        kern.max_dynamic_shared_size_bytes = max(
+            shared, int(getattr(kern, "max_dynamic_shared_size_bytes", 0) or 0)
+        )
+    dual = np.dtype(np.int64) if group.dtype.kind == "i" else np.dtype(np.float64)
+    total = group.total_n
+    return {
+        "kern": kern,
+        "shared": shared,
+        "C": flat,
+        "meta": cp.asarray(meta),
+        "r2c": cp.empty(total, dtype=np.int32),
+        "u": cp.empty(total, dtype=dual),
+        "v": cp.empty(total, dtype=dual),
+        "stats": cp.zeros((len(group.members), 3), dtype=np.int64),
+    }
+
+
+def launch(group: Group, dev: dict[str, Any]) -> None:
+    """Queue the group's kernel on the current stream (no host synchronization)."""
+    dev["kern"](
+        (len(group.members),),
+        (group.threads_per_block,),
+        (dev["C"], dev["meta"], dev["r2c"], dev["u"], dev["v"], dev["stats"]),
+        shared_mem=dev["shared"],
+    )
+
+
+def check_stats(group: Group, stats: np.ndarray, who: str, names: list[str] | None = None) -> None:
+    """Raise ``RuntimeError`` naming the first instance whose block reported an error.
+
+    ``stats`` is the launch's ``(members, 3)`` stats on the host; ``names`` the batch's
+    instance names (by batch index), if it has any.
+    """
+    bad = np.flatnonzero(stats[:, 1])
+    if not bad.size:
+        return
+    q = int(bad[0])
+    k = group.members[q]
+    code = int(stats[q, 1])
+    label = f"{k} ({names[k]}, n = {group.ns[q]})" if names else f"{k} (n = {group.ns[q]})"
+    raise RuntimeError(
+        f"{who}: the block of instance {label} stopped: "
+        f"{KERNEL_ERRORS.get(code, f'error code {code}')} "
+        f"({bad.size} instance(s) of {len(group.members)} in its launch failed)"
+    )
+
+
+@dataclass(frozen=True)
+class StackAnswer:
+    """The answers of :func:`solve_stack`, on the device, in input order.
+
+    ``row_to_col`` (B, n) int32, ``u`` and ``v`` (B, n) int64 for integer costs and float64
+    for float costs, ``stats`` (B, 3) int64 (Dijkstra steps, error code, greedy rows).
+    """
+
+    row_to_col: Any
+    u: Any
+    v: Any
+    stats: Any
+
+
+def solve_stack(
+    costs: Any,
+    *,
+    threads_per_block: int = 0,
+    smem_cost_bytes: int = SMEM_COST_BYTES,
+    check: bool = True,
+) -> StackAnswer:
+    """Solve a contiguous ``(B, n, n)`` CuPy stack of square LAPs in one launch, in place.
+
+    The same kernel, block size rule (:func:`auto_threads` for ``threads_per_block`` 0),
+    cost placement rule and launch as :class:`HungarianBatchGPU`; the stack is the launch's
+    cost array as it is (instance ``k`` at ``k * n * n``: the back-to-back layout of a group
+    of B instances of one size, in input order), so nothing is packed or copied. With
+    ``check`` (one small device-to-host copy of the error codes), a block's error raises
+    ``RuntimeError``; without it the caller reads ``stats[:, 1]``.
+
+    Raises
+    ------
+    ValueError
+        For a stack that is not (B, n, n) with B, n >= 1, a dtype the kernel has no entry
+        for, or an n whose block state exceeds this GPU's shared memory.
+    """
+    import cupy as cp
+
+    if costs.ndim != 3 or costs.shape[1] != costs.shape[2]:
+        raise ValueError(f"solve_stack: expected a (B, n, n) stack, got shape {costs.shape}")
+    B, n = int(costs.shape[0]), int(costs.shape[1])
+    if B < 1:
+        raise ValueError("solve_stack: the stack is empty (B = 0)")
+    groups = plan_groups(
+        [(n, costs.dtype)] * B,
+        threads_per_block=threads_per_block,
+        smem_cost_bytes=smem_cost_bytes,
+        smem_limit=_smem_limit(),
+    )
+    (g,) = groups  # one size, one dtype: one launch
+    # Ties keep input order, so member q is instance q and meta's offsets are k*n*n, k*n.
+    assert g.members == list(range(B))
+    flat = cp.ascontiguousarray(costs).reshape(-1)
+    dev = device_launch(g, flat, group_meta(g))
+    launch(g, dev)
+    if check:
+        check_stats(g, dev["stats"].get(), "solve_stack")
+    return StackAnswer(
+        dev["r2c"].reshape(B, n), dev["u"].reshape(B, n), dev["v"].reshape(B, n), dev["stats"]
+    )
 
 
 def _smem_limit() -> int:
