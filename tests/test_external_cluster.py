@@ -295,11 +295,17 @@ def test_killed_worker_is_replaced_and_every_task_is_written_once(cluster):
     )
     cluster.procs["sweep"] = sweep  # the finalizer ends it too
     with Client(address, timeout=START_S, set_as_default=False) as client:
-        # A task process under the doomed worker: it started a task (each sleeps 2 s).
-        _wait_until(lambda: _descendants(doomed.pid) & _task_processes(cluster.marker), START_S,
-                    "a task on the doomed worker")
-        names = {w["name"]: a for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
-        in_flight = client.processing(workers=[names["doomed"]])[names["doomed"]]
+        # The doomed worker runs a task (each sleeps 2 s) in its task process. The process
+        # alone proves nothing: workers start it before their first task (warm-up).
+        def busy() -> tuple:
+            names = {w["name"]: a for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
+            if "doomed" not in names or not _descendants(doomed.pid) & _task_processes(cluster.marker):
+                return ()
+            return tuple(client.processing(workers=[names["doomed"]])[names["doomed"]])
+
+        seen: list[tuple] = []
+        _wait_until(lambda: seen.append(busy()) or seen[-1], START_S, "a task on the doomed worker")
+        in_flight = seen[-1]
         tree = _descendants(doomed.pid)
         os.kill(doomed.pid, signal.SIGKILL)
         replacement = cluster.start_worker("replacement", "--resources", "CPU=1")

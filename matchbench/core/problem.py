@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any, ClassVar
 
@@ -102,6 +103,32 @@ class Problem:
 
     def verify(self, instance: Any, solution: Any) -> Verification:
         raise NotImplementedError
+
+    def warm_up(self) -> None:
+        """Load what the certificate compiles (numba caches, kernels), once per task
+        process, before its first task (the sweep's worker plugin calls it while the
+        client plans). The default does nothing."""
+
+    def verify_batch(
+        self, instances: Sequence[Any], solutions: Sequence[Any]
+    ) -> list[Verification]:
+        """Certify many answers at once: ``solutions[k]`` of ``instances[k]``, in order.
+
+        What the runner calls for the answers of a batch (``run.batch``); the default
+        certifies each with :meth:`verify`. A family overrides it with a vectorized
+        certificate, which must give the verdicts :meth:`verify` gives (the same
+        ``verified``, ``objective``, ``bound`` and ``reference``; a rejected answer's
+        ``reason`` as :meth:`verify` words it). An instance may appear several times
+        (one per repetition).
+
+        Raises
+        ------
+        Exception
+            Whatever a verifier raises; the runner then certifies each answer with
+            :meth:`verify` alone, so that only the answer whose verifier fails is an
+            ``error`` row.
+        """
+        return [self.verify(inst, sol) for inst, sol in zip(instances, solutions, strict=True)]
 
 
 #: Where the families live: one package each.

@@ -59,6 +59,7 @@ objective
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -178,6 +179,66 @@ def table_from_rows(rows: list[dict[str, Any]]) -> pa.Table:
     if unknown:
         raise KeyError(f"result rows carry columns outside the schema: {sorted(unknown)}")
     return pa.Table.from_pylist([{c: r.get(c) for c in COLUMNS} for r in rows], schema=SCHEMA)
+
+
+def record_batch(columns: dict[str, Any], num_rows: int) -> pa.RecordBatch:
+    """Columns to a record batch of exactly :data:`SCHEMA`; missing columns become nulls.
+
+    ``columns`` maps a column name to its ``num_rows`` values: a ``pyarrow`` array (cast
+    to the column's type) or a sequence of Python values. What a batch of many small
+    instances writes instead of one dict per row (:func:`table_from_rows` gives the same
+    table from such dicts).
+
+    Raises
+    ------
+    KeyError
+        For a name that is not a schema column.
+    ValueError
+        For a column of another length.
+    """
+    unknown = set(columns) - set(COLUMNS)
+    if unknown:
+        raise KeyError(f"result columns outside the schema: {sorted(unknown)}")
+    arrays = []
+    for field in SCHEMA:
+        values = columns.get(field.name)
+        if values is None:
+            arrays.append(pa.nulls(num_rows, field.type))
+            continue
+        if isinstance(values, pa.Array):
+            array = values.cast(field.type)
+        elif pa.types.is_timestamp(field.type):
+            array = _timestamps(values, field.type)
+        else:
+            array = pa.array(values, type=field.type)
+        if len(array) != num_rows:
+            raise ValueError(f"column {field.name} has {len(array)} values for {num_rows} rows")
+        arrays.append(array)
+    return pa.RecordBatch.from_arrays(arrays, schema=SCHEMA)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_TICK = {"s": timedelta(seconds=1), "ms": timedelta(milliseconds=1), "us": timedelta(microseconds=1)}
+
+
+def _timestamps(values: Any, typ: pa.DataType) -> pa.Array:
+    """Aware datetimes to a timestamp array, by their integer ticks since the epoch
+    (``pa.array`` of aware datetimes imports pandas: a second of a task process's start)."""
+    tick = _TICK.get(typ.unit)
+    if tick is None:
+        return pa.array(values, type=typ)
+    ticks = [None if v is None else (v - _EPOCH) // tick for v in values]
+    return pa.array(ticks, type=pa.int64()).cast(typ)
+
+
+def with_constants(table: pa.Table, values: dict[str, Any]) -> pa.Table:
+    """``table`` with each column named in ``values`` set to that value in every row (as
+    ``row.update(values)`` does to dict rows)."""
+    for name, value in values.items():
+        field = SCHEMA.field(name)
+        column = pa.array([value] * table.num_rows, type=field.type)
+        table = table.set_column(table.schema.get_field_index(name), field, column)
+    return table
 
 
 def file_schema_version(metadata: dict[bytes, bytes] | None) -> int:

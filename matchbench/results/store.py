@@ -197,9 +197,22 @@ class RunWriter:
         atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
         return path
 
-    def write_batch(self, batch_id: str, rows: list[dict[str, Any]]) -> Path:
-        """Atomically write one batch's rows (of all its instances); returns the file."""
-        return self.write_task(f"{BATCH_PREFIX}{batch_id}", rows)
+    def write_batch(
+        self, batch_id: str, rows: list[dict[str, Any]], tables: list[pa.Table] | None = None
+    ) -> Path:
+        """Atomically write one batch's rows (of all its instances); returns the file.
+
+        ``tables``: more of its rows, as tables of :data:`SCHEMA` (the columnar path of
+        ``run.batch``), written in the same file after ``rows``.
+        """
+        if not tables:
+            return self.write_task(f"{BATCH_PREFIX}{batch_id}", rows)
+        parts = [table_from_rows(rows)] if rows else []
+        batches = [b for t in (*parts, *tables) for b in t.cast(SCHEMA).to_batches()]
+        table = pa.Table.from_batches(batches, schema=SCHEMA)
+        path = self.dir / f"part-{BATCH_PREFIX}{batch_id}.parquet"
+        atomic_write_bytes(path, lambda tmp: pq.write_table(table, tmp))
+        return path
 
     def done_tasks(self) -> set[str]:
         """Task ids with rows in this run (for ``resume=true``): a task's own file, or its

@@ -33,6 +33,14 @@ a small sweep still spreads over every worker and the last batches are short; wi
 worker the limits are used as given.
 
 What runs inside a batch (a :class:`Batch`) is :func:`matchbench.runner.task.execute_batch`.
+In a sweep's task process a batch is columnar data end to end
+(:func:`~matchbench.runner.task.columnar_batch`): its instances are made together where
+their dataset function has a bulk hook (``matchbench_bulk``), their answers are certified
+together (:meth:`Problem.verify_batch <matchbench.core.problem.Problem.verify_batch>`),
+and its rows travel and are written as Arrow tables of the results schema, a few
+hundred instances per table; rows, failures and resume are those of the one-by-one
+path, to which a chunk of instances falls back when its task process dies or exceeds
+their limits.
 """
 
 from __future__ import annotations

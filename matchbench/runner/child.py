@@ -14,7 +14,12 @@ Protocol over a socket pair (pickled messages): the parent sends ``("task", task
 repetition starts and ``("row", row)`` as it ends, then ``("done", None)``, or
 ``("fail", message)``. A batch (``run.batch``) adds ``("item", i)``, ``("joint", [i,
 ...])``, ``("finished", (i, seconds))`` and ``("note", text)``: see
-:func:`matchbench.runner.task.execute_batch`.
+:func:`matchbench.runner.task.execute_batch`. Sent as ``("batch", batch, True)``, a
+batch may answer with its rows as Arrow tables instead, ``("chunk", (table, [(i,
+seconds), ...]))`` for a group of instances at once (the columnar path,
+:func:`matchbench.runner.task.columnar_batch`). ``("warm", {"modules": [...],
+"problems": [...]})`` imports and warms up what the sweep's tasks need before the first
+one (:func:`warm_up`, sent by the sweep's worker plugin while the client plans).
 
 The child never outlives its worker: on Linux the kernel kills it when the worker dies
 (``PR_SET_PDEATHSIG``, set as the child starts, then a check that the worker is still its
@@ -216,18 +221,32 @@ class TaskProcess:
             if self._conn.poll(timeout):
                 self._conn.recv()
 
+    def warm(self, modules: list[str], problems: list[str], timeout: float = 120) -> None:
+        """Start the child, if it is not running, and have it import ``modules`` and the
+        families ``problems`` (:func:`warm_up`) before its first task: what a sweep's
+        first task would otherwise spend on imports, done while the client plans."""
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._kill()
+                self._start()
+            self._conn.send(("warm", {"modules": list(modules), "problems": list(problems)}))
+            if self._conn.poll(timeout):
+                self._conn.recv()
+
     def run(self, task: Task) -> list[Row]:
         """Run ``task`` in the child; rows of a timeout or crash are included."""
         with self._lock:
             return self._run(task)
 
-    def run_batch(self, batch: Batch) -> tuple[list[Row], list[str]]:
+    def run_batch(self, batch: Batch, tables: list[Any] | None = None) -> tuple[list[Row], list[str]]:
         """Run a batch in the child: rows of every instance (timeouts and crashes included)
-        and notes for the sweep's log."""
+        and notes for the sweep's log. ``tables``: a list to receive the rows the child
+        sends as Arrow tables (the columnar path of
+        :func:`~matchbench.runner.task.execute_batch`); without it, every row is a dict."""
         with self._lock:
-            return self._run_batch(batch)
+            return self._run_batch(batch, tables)
 
-    def _run_batch(self, batch: Batch) -> tuple[list[Row], list[str]]:
+    def _run_batch(self, batch: Batch, tables: list[Any] | None = None) -> tuple[list[Row], list[str]]:
         tasks = list(batch.tasks)
         timeout = float(tasks[0].timeout_s) if tasks else 600.0
         limit = tasks[0].time_limit_s if tasks else None
@@ -236,6 +255,8 @@ class TaskProcess:
         pending = list(range(len(tasks)))
         joint = bool(batch.joint)
         bases: dict[int, Row] = {}
+        # rows by task id: "finished" must not scan every row (quadratic in the batch)
+        by_tid: dict[Any, list[Row]] = {}
         while pending:
             index = list(pending)  # the child's numbering -> ours
             current: int | None = None
@@ -251,7 +272,7 @@ class TaskProcess:
             oom: TaskMemoryExceeded | None = None
             try:
                 part = dataclasses.replace(batch, tasks=[tasks[i] for i in index], joint=joint)
-                self._conn.send(("batch", part))
+                self._conn.send(("batch", part, tables is not None))
                 while True:
                     left = min(deadline, rep_deadline) - time.perf_counter()
                     try:
@@ -265,6 +286,14 @@ class TaskProcess:
                     now = time.perf_counter()
                     if kind == "row":
                         rows.append(payload)
+                        by_tid.setdefault(payload.get("task_id"), []).append(payload)
+                        rep_deadline = float("inf")
+                    elif kind == "chunk":  # the rows of these instances, as one table
+                        table, done_items = payload
+                        if tables is not None:
+                            tables.append(table)
+                        for j, _seconds in done_items:
+                            pending.remove(index[j])
                         rep_deadline = float("inf")
                     elif kind == "start":
                         rep = int(payload)
@@ -282,10 +311,8 @@ class TaskProcess:
                             bases[current] = payload
                     elif kind == "finished":
                         i, seconds = index[payload[0]], float(payload[1])
-                        tid = tasks[i].task_id
-                        for r in rows:
-                            if r.get("task_id") == tid:
-                                r["t_total_s"] = seconds
+                        for r in by_tid.get(tasks[i].task_id, ()):
+                            r["t_total_s"] = seconds
                         pending.remove(i)
                     elif kind == "note":
                         notes.append(str(payload))
@@ -311,6 +338,8 @@ class TaskProcess:
                     joint = False
                     again = {tasks[i].task_id for i in pending}
                     rows[mark:] = [r for r in rows[mark:] if r.get("task_id") not in again]
+                    for tid in again:
+                        by_tid.pop(tid, None)
                     what = (f"exceeded its limits ({timeout:g} s per instance)" if timed_out
                             else oom.message() if oom is not None
                             else f"lost its task process ({_signal_name(code)})")
@@ -319,7 +348,7 @@ class TaskProcess:
                     continue
                 i = current if current is not None else pending[0]
                 tid = tasks[i].task_id
-                done = [r for r in rows if r.get("task_id") == tid]
+                done = list(by_tid.get(tid, ()))
                 if timed_out and rep_deadline <= deadline:
                     what = "warm-up" if rep is not None and rep < 0 else f"repetition {rep}"
                     msg, hit = f"{what} exceeded time_limit_s={float(limit):g} s and was killed", float(limit)
@@ -339,9 +368,9 @@ class TaskProcess:
                 row["batch_id"] = batch.batch_id
                 rows.append(row)
                 seconds = time.perf_counter() - started
-                for r in rows:
-                    if r.get("task_id") == tid:
-                        r["t_total_s"] = seconds
+                by_tid.setdefault(tid, []).append(row)
+                for r in by_tid[tid]:
+                    r["t_total_s"] = seconds
                 pending.remove(i)
         return rows, notes
 
@@ -442,15 +471,50 @@ def run_task(task: Task, *after: Any) -> list[Row]:
 
 
 def run_batch(batch: Batch, *after: Any) -> dict[str, Any]:
-    """The Dask task function of a batch (``run.batch``): ``{"rows": [...], "notes": [...]}``.
+    """The Dask task function of a batch (``run.batch``): ``{"rows": [...], "notes": [...],
+    "tables": [...]}``.
 
     Isolated in the child unless ``isolate`` is false; ``after`` as for :func:`run_task`.
+    In the child a batch runs columnar (:func:`~matchbench.runner.task.execute_batch`
+    with ``tables``): its rows come back as Arrow ``tables`` of the results schema, and
+    ``rows`` holds only the rows made as dicts (failures before a joint solve, and
+    instances solved again one by one after a crash or a timeout).
     """
-    if not batch.tasks[0].isolate:
+    tables: list[Any] = []
+    if not batch.tasks[0].isolate:  # a debugging mode: every row a dict, as before
         rows, notes = execute_batch(batch)
     else:
-        rows, notes = task_process().run_batch(batch)
-    return {"rows": rows, "notes": notes}
+        rows, notes = task_process().run_batch(batch, tables)
+    return {"rows": rows, "notes": notes, "tables": tables}
+
+
+def warm_up(modules: list[str], problems: list[str]) -> None:
+    """Import ``modules``, warm the families ``problems`` up
+    (:meth:`~matchbench.core.problem.Problem.warm_up`: their certificates' compiled code)
+    and what every batch's rows need (pyarrow, which imports pandas for its first
+    timestamp column) in this process; failures are left to the tasks, which report
+    them as rows."""
+    import importlib
+
+    from matchbench.core.problem import get_problem
+
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - the task that needs it says why
+            pass
+    for name in problems:
+        try:
+            get_problem(name).warm_up()
+        except Exception:  # noqa: BLE001
+            pass
+    try:
+        from matchbench.results.schema import record_batch
+        from matchbench.runner.task import _now
+
+        record_batch({"timestamp": [_now()]}, 1)
+    except Exception:  # noqa: BLE001
+        pass
 
 
 PR_SET_PDEATHSIG = 1
@@ -487,9 +551,10 @@ def _serve(fd: int) -> None:
     conn = Connection(fd)
     while True:
         try:
-            kind, payload = conn.recv()
+            kind, payload, *more = conn.recv()
         except EOFError:
             return
+        columnar = bool(more and more[0])  # ("batch", batch, columnar): tables allowed
         try:
             if kind == "precompile":
                 from matchbench.gpu.kernels import precompile
@@ -499,6 +564,9 @@ def _serve(fd: int) -> None:
                     conn.send(("done", None))
                 except Exception as exc:  # recorded again, per task, when it matters
                     conn.send(("fail", f"precompile: {type(exc).__name__}: {exc}"))
+            elif kind == "warm":
+                warm_up(payload.get("modules", []), payload.get("problems", []))
+                conn.send(("done", None))
             elif kind == "task":
                 execute_task(
                     payload,
@@ -508,7 +576,7 @@ def _serve(fd: int) -> None:
                 )
                 conn.send(("done", None))
             elif kind == "batch":
-                execute_batch(payload, send=lambda k, p: conn.send((k, p)))
+                execute_batch(payload, send=lambda k, p: conn.send((k, p)), tables=[] if columnar else None)
                 conn.send(("done", None))
         except Exception as exc:
             conn.send(("fail", f"{type(exc).__name__}: {exc}"))

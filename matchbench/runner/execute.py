@@ -101,6 +101,47 @@ class PrecompileKernels(WorkerPlugin):
         task_process().close()
 
 
+class WarmTaskProcesses(WorkerPlugin):
+    """Dask worker plugin: start each worker's task process and import what the sweep's
+    tasks need (their solvers' and datasets' modules, their families) while the client
+    still plans the sweep, instead of in each worker's first task."""
+
+    name = "matchbench-warm"
+
+    def __init__(self, modules: list[str], problems: list[str]) -> None:
+        self.modules = sorted(set(modules))
+        self.problems = sorted(set(problems))
+
+    def setup(self, worker) -> None:
+        from matchbench.runner.child import task_process
+
+        try:
+            task_process().warm(self.modules, self.problems)
+        except Exception:  # noqa: BLE001 - the first task starts it again and says why
+            pass
+
+
+def _warm_in_background(client, tasks) -> Any:
+    """Register :class:`WarmTaskProcesses` for ``tasks`` from a thread; returns it (join it
+    before submitting: the workers' first tasks then find their processes ready)."""
+    import threading
+
+    isolated = [t for t in tasks.values() if t.isolate]
+    if not isolated:
+        return None
+    modules = {str(t.algorithm_cfg.get("_target_", "")).rpartition(".")[0] for t in isolated}
+    modules |= {str(t.instance_spec.get("_target_", "")).rpartition(".")[0] for t in isolated}
+    plugin = WarmTaskProcesses([m for m in modules if m], [t.problem for t in isolated])
+
+    def register() -> None:
+        with contextlib.suppress(Exception):
+            client.register_plugin(plugin)
+
+    thread = threading.Thread(target=register, name="matchbench-warm", daemon=True)
+    thread.start()
+    return thread
+
+
 class Progress:
     """A one-line progress bar on a terminal, one line per finished task elsewhere."""
 
@@ -292,14 +333,23 @@ def _execute_run(plans, run, run_id, writer, batch, cluster_cfg, stream) -> dict
     summary: Counter[str] = Counter()
     finished: set[str] = set()
 
-    def write(task_id: str, rows: list[dict[str, Any]], batch_of: list[str] | None = None) -> None:
-        """Write one task's rows, or (``batch_of``: its task ids) one batch's."""
+    def write(task_id: str, rows: list[dict[str, Any]], batch_of: list[str] | None = None,
+              tables: list[Any] | None = None) -> None:
+        """Write one task's rows, or (``batch_of``: its task ids) one batch's, whose rows
+        may also come as Arrow tables (``tables``, the columnar path of a batch)."""
         finished.update(batch_of if batch_of is not None else [task_id])
         for r in rows:
             r.update(common)
             summary[r.get("status", "error")] += 1
+        if tables:
+            from matchbench.results.schema import with_constants
+
+            tables = [with_constants(t, common) for t in tables]
+            for t in tables:
+                for status, count in _status_counts(t).items():
+                    summary[status] += count
         if batch_of is not None:
-            writer.write_batch(task_id, rows)
+            writer.write_batch(task_id, rows, tables)
         else:
             writer.write_task(task_id, rows)
 
@@ -444,11 +494,13 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
         worker_count,
     )
 
+    warming = _warm_in_background(client, tasks)
     n_gpu = gpu_workers(client)
     n_cpu = cpu_workers(client)
     n_workers = worker_count(client)
-    sizes = size_hints(tasks)
-    order = submission_order(tasks, sizes)
+    keys = instance_keys(tasks)
+    sizes = size_hints(tasks, keys)
+    order = submission_order(tasks, sizes, keys)
     # A unit is what one Dask task runs: (file name, member task ids, batched).
     if batch is None:
         units = [(tid, [tid], False) for tid in order]
@@ -484,6 +536,8 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
     from matchbench.runner.batch import Batch
     from matchbench.runner.child import run_batch, run_task
 
+    if warming is not None:
+        warming.join(timeout=20)  # an optimization: never a reason to wait long
     warm = _warm_instances(client, [[tasks[tid] for tid in ids] for _, ids, _ in units], n_gpu, n_cpu, stream)
     futures: dict[Any, tuple[str, list[str], bool]] = {}
 
@@ -526,14 +580,18 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
                 result = {"rows": [dict(r, batch_id=name) for r in result], "notes": []}
         if batched:
             rows = list(result["rows"])
+            tables = list(result.get("tables") or [])
             for text in result.get("notes", []):
                 progress.note(f"batch {name} ({members[0].algorithm}): {text}")
             have = {r.get("task_id") for r in rows}
+            seen = _table_outcomes(tables)
+            have |= set(seen)
             for t in members:
                 if t.task_id not in have:
                     rows.append(dict(error_row(task_base(t), "task produced no rows", status="error"),
                                      batch_id=name))
-            write(name, rows, ids)
+            write(name, rows, ids, tables)
+            rows = rows + [dict(r, task_id=tid) for tid, r in seen.items()]
         else:
             rows = result or [error_row(task_base(members[0]), "task produced no rows", status="error")]
             write(name, rows)
@@ -542,6 +600,39 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
         # a result that is already on disk.
         fut.release()
     return len(units) if batch is not None else 0
+
+
+def _status_counts(table: Any) -> dict[str, int]:
+    """Rows of ``table`` per ``status``."""
+    import pyarrow.compute as pc
+
+    counts = pc.value_counts(table.column("status").fill_null("error")).to_pylist()
+    return {c["values"]: int(c["counts"]) for c in counts}
+
+
+def _table_outcomes(tables: list[Any]) -> dict[str, dict[str, Any]]:
+    """Task id -> one row's ``status`` (its worst: the first row that is not ``ok``, else
+    ``ok``), ``instance`` and ``error``, of the rows in ``tables``: what the progress line
+    and the check for instances without rows need, without a dict per row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out: dict[str, dict[str, Any]] = {}
+    for table in tables:
+        if table.num_rows == 0:
+            continue
+        first = table.select(["task_id", "instance"]).group_by("task_id", use_threads=False).aggregate(
+            [("instance", "first")]
+        )
+        for tid, inst in zip(first.column("task_id").to_pylist(), first.column("instance_first").to_pylist(),
+                             strict=True):
+            out.setdefault(tid, {"status": "ok", "instance": inst})
+        bad = table.filter(pc.fill_null(pc.not_equal(table.column("status"), pa.scalar("ok")), True))
+        for r in bad.select(["task_id", "status", "error", "instance"]).to_pylist():
+            if out.get(r["task_id"], {}).get("status", "ok") == "ok":
+                out[r["task_id"]] = {"status": r["status"] or "error", "error": r["error"] or "",
+                                     "instance": r["instance"]}
+    return out
 
 
 def _file_size(path: Path) -> float | None:
@@ -564,7 +655,10 @@ def instance_size_hint(spec: Mapping[str, Any], data_dir: str | os.PathLike | No
     Returns
     -------
     float
-        The first that applies: the size of the instance's disk-cache file when it exists;
+        The first that applies: the size of the instance's disk-cache file when it exists
+        (not for a dataset function with a bulk hook, whose instances are made in bulk,
+        never read from the cache; its declared size comes first instead, also before a
+        ``path``: one matrix of a stack file);
         for a spec with a ``path``, that file's size (0 when it is missing); else the
         estimate its dataset function declares from the spec's arguments
         (:func:`matchbench.datasets.spec_size_hint`, the ``size_hint`` of its
@@ -576,29 +670,62 @@ def instance_size_hint(spec: Mapping[str, Any], data_dir: str | os.PathLike | No
     """
     from matchbench.datasets import disk_cache_path, resolve_path, spec_size_hint
 
-    cached = disk_cache_path(spec, data_dir)
+    # A generator with a bulk hook is made in bulk, never read from the cache (run.batch):
+    # its estimate is what the task holds, and looking for its file costs a hash per task.
+    # Its declared size, too, is what the task holds, where a path names a file of many.
+    bulk = _bulk_made(spec.get("_target_"))
+    cached = None if bulk else disk_cache_path(spec, data_dir)
     if cached is not None and (size := _file_size(cached)) is not None:
         return size
+    if bulk and (hint := spec_size_hint(spec)) is not None:
+        return hint
     if spec.get("path") is not None:
         return _file_size(resolve_path(spec["path"], data_dir)) or 0.0
     return spec_size_hint(spec) or 0.0
 
 
-def size_hints(tasks: Mapping[str, Task]) -> dict[str, float]:
-    """Task id -> :func:`instance_size_hint` of its instance (once per instance)."""
+_BULK: dict[str, bool] = {}
+
+
+def _bulk_made(target: Any) -> bool:
+    """Whether the dataset function ``target`` has a bulk hook (``matchbench_bulk``, see
+    :func:`~matchbench.runner.task.bulk_instances`); remembered per target."""
+    if not isinstance(target, str):
+        return False
+    if target not in _BULK:
+        from hydra.utils import get_method
+
+        try:
+            _BULK[target] = callable(getattr(get_method(target), "matchbench_bulk", None))
+        except Exception:  # an unknown target: its task's row says so
+            _BULK[target] = False
+    return _BULK[target]
+
+
+def instance_keys(tasks: Mapping[str, Task]) -> dict[str, str]:
+    """Task id -> :func:`~matchbench.datasets.instance_key` of its instance."""
     from matchbench.datasets import instance_key
 
+    return {tid: instance_key(t.instance_spec) for tid, t in tasks.items()}
+
+
+def size_hints(tasks: Mapping[str, Task], keys: Mapping[str, str] | None = None) -> dict[str, float]:
+    """Task id -> :func:`instance_size_hint` of its instance (once per instance).
+    ``keys``: :func:`instance_keys` of ``tasks``, when already computed."""
+    keys = keys if keys is not None else instance_keys(tasks)
     by_key: dict[str, float] = {}
     out: dict[str, float] = {}
     for tid, t in tasks.items():
-        key = instance_key(t.instance_spec)
+        key = keys[tid]
         if key not in by_key:
             by_key[key] = instance_size_hint(t.instance_spec, t.data_dir)
         out[tid] = by_key[key]
     return out
 
 
-def submission_order(tasks: Mapping[str, Task], sizes: Mapping[str, float] | None = None) -> list[str]:
+def submission_order(
+    tasks: Mapping[str, Task], sizes: Mapping[str, float] | None = None, keys: Mapping[str, str] | None = None
+) -> list[str]:
     """The task ids in the order to submit them: instances from the largest down.
 
     Tasks of one instance stay back to back, so that each worker's instance cache hits
@@ -606,13 +733,11 @@ def submission_order(tasks: Mapping[str, Task], sizes: Mapping[str, float] | Non
     ordered by :func:`instance_size_hint`, largest first, then by instance key, and a
     group keeps the order of ``tasks``. The long tasks then start first and the short
     ones fill the end of the sweep, instead of one big instance running alone at the end.
-    Instances of unknown size (hint 0) come last. ``sizes``: :func:`size_hints` of
-    ``tasks``, when already computed.
+    Instances of unknown size (hint 0) come last. ``sizes`` and ``keys``: :func:`size_hints`
+    and :func:`instance_keys` of ``tasks``, when already computed.
     """
-    from matchbench.datasets import instance_key
-
-    keys = {tid: instance_key(t.instance_spec) for tid, t in tasks.items()}
-    size = sizes if sizes is not None else size_hints(tasks)
+    keys = keys if keys is not None else instance_keys(tasks)
+    size = sizes if sizes is not None else size_hints(tasks, keys)
     return sorted(tasks, key=lambda tid: (-size[tid], keys[tid]))
 
 

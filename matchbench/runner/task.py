@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from matchbench.core.problem import ReportedObjective, get_problem
 from matchbench.core.solver import Measurements
 from matchbench.results.schema import to_json
 
@@ -29,6 +30,8 @@ Row = dict[str, Any]
 
 #: problems whose initializer already ran (was compiled) in this process
 _warm_initializers: set[str] = set()
+#: the families' Problem objects this process asked for, by name
+_problems: dict[str, Any] = {}
 
 
 def classify(exc: BaseException) -> str:
@@ -162,15 +165,17 @@ def _prepare(
     out: Callable[[Row], None],
     loaded: Callable[[Row], None] | None = None,
     solver: Any | None = None,
+    preloaded: tuple[Any, float] | None = None,
 ) -> _Ready | None:
     """Load, check, skip, initialize and compile for one task; None after an error row.
 
     ``solver``: one to use instead of a fresh one from ``task.algorithm_cfg`` (a batch
-    shares one). Every failure is written through ``out`` as the task's row.
+    shares one). ``preloaded``: the instance and its ``t_load_s``, made in bulk with the
+    other instances of a batch (:func:`bulk_instances`), instead of loading it here.
+    Every failure is written through ``out`` as the task's row.
     """
     from hydra.utils import instantiate
 
-    from matchbench.core.problem import get_problem
     from matchbench.datasets import load
     from matchbench.runner.provenance import worker_provenance
 
@@ -184,8 +189,11 @@ def _prepare(
     # load (cached per process: repetitions and other algorithms reuse the instance)
     try:
         t0 = time.perf_counter()
-        instance = load(task.instance_spec, data_dir=task.data_dir)
-        base["t_load_s"] = time.perf_counter() - t0
+        if preloaded is not None:
+            instance, base["t_load_s"] = preloaded
+        else:
+            instance = load(task.instance_spec, data_dir=task.data_dir)
+            base["t_load_s"] = time.perf_counter() - t0
         base.update(_instance_columns(instance, task.instance_spec))
     except Exception as exc:
         out(error_row(base, exc, stage="load"))
@@ -193,7 +201,9 @@ def _prepare(
     if loaded is not None:
         loaded(dict(base))
 
-    problem = get_problem(task.problem)
+    problem = _problems.get(task.problem)
+    if problem is None:  # once per process: a batch of small instances asks per instance
+        problem = _problems[task.problem] = get_problem(task.problem)
     if getattr(instance, "problem", task.problem) != task.problem:
         out(error_row(base, f"{task.algorithm} solves {task.problem!r} but instance "
                             f"{base['instance']} is a {instance.problem!r} instance", stage="plan"))
@@ -304,7 +314,7 @@ def _timed_row(
         if n > 1:  # one objective per instance, or none that this row can own
             value = value[index] if isinstance(value, list | tuple) and len(value) == n else None
         row["objective_init"] = value
-        if row.get("init") is None:  # no initializer: the solver's own preprocessing
+        if row.get("init", ready.base.get("init")) is None:  # no initializer: the solver's own preprocessing
             row["init"] = getattr(solver, "init_label", None)
     solve = measured.solve if measured.solve is not None else run_s
     transfer = measured.transfer if measured.transfer is not None else (result_s if gpu else None)
@@ -319,7 +329,7 @@ def _timed_row(
         phases_json=to_json({k: share(v) for k, v in phases.items()}) if phases else None,
     )
     row["t_e2e_s"] = e2e_seconds(row.get("t_init_s"), row["t_solve_s"])
-    n_edges, t_solve = row.get("n_edges"), row["t_solve_s"]
+    n_edges, t_solve = row.get("n_edges", ready.base.get("n_edges")), row["t_solve_s"]
     if n_edges is not None and t_solve is not None and t_solve > 0:
         row["edges_per_s"] = float(n_edges) / float(t_solve)
     for column, counter in ready.problem.rate_columns.items():
@@ -450,12 +460,15 @@ def execute_task(
 
 
 def _joint_repetitions(
-    readies: list[_Ready], solver: Any, started: Callable[[int], None] | None
-) -> list[Row]:
+    readies: list[_Ready], solver: Any, started: Callable[[int], None] | None, columnar: bool = False
+) -> list[Any]:
     """The repetitions of a batchable solver on all ``readies`` at once; rows, not emitted.
 
     Raises whatever the solver raises (the caller then solves the instances one by one);
-    a wrong answer is only that instance's unverified row.
+    a wrong answer is only that instance's unverified row. ``columnar``: instead of
+    certified whole rows, ``(k, row, answer)`` per instance ``readies[k]`` and
+    repetition, the row holding only its own columns, the answer not yet certified
+    (:func:`_verify_pending`).
     """
     n = len(readies)
     first = readies[0]
@@ -486,7 +499,13 @@ def _joint_repetitions(
         if rep < 0:
             continue
         measured = Measurements.of(solver)
+        now = _now()
         for i, (ready, solution) in enumerate(zip(readies, solutions, strict=True)):
+            if columnar:
+                row = {"repetition": rep, "instrumented": instr, "batch_size": n, "timestamp": now}
+                _timed_row(row, ready, measured, (t1 - t0, t2 - t1, t3 - t2), n=n, index=i)
+                held.append((i, row, solution))
+                continue
             row = dict(ready.base, repetition=rep, instrumented=instr, batch_size=n)
             _timed_row(row, ready, measured, (t1 - t0, t2 - t1, t3 - t2), n=n, index=i)
             _verify(row, ready, solution)
@@ -495,7 +514,9 @@ def _joint_repetitions(
 
 
 def execute_batch(
-    batch: Batch, send: Callable[[str, Any], None] | None = None
+    batch: Batch,
+    send: Callable[[str, Any], None] | None = None,
+    tables: list[Any] | None = None,
 ) -> tuple[list[Row], list[str]]:
     """Run a batched task (``run.batch``): rows of every instance, and notes for the log.
 
@@ -521,6 +542,13 @@ def execute_batch(
 
     Every row carries ``batch_id``; ``t_total_s`` is the instance's own wall clock when
     solved alone, its load and initialization plus ``1/n`` of the joint solve otherwise.
+
+    ``tables``: a list to receive the rows as Arrow tables (the columnar path,
+    :func:`columnar_batch`), taken where the solver is not ``batchable`` and
+    ``batch.joint`` allows instances to be handled together; the returned rows are
+    then only those that the columnar path left to the one-by-one path (none, usually).
+    Each table is also sent as ``("chunk", (table, [(i, seconds), ...]))``: the rows of
+    those instances, all at once.
     """
     tasks = list(batch.tasks)
     bid = batch.batch_id
@@ -556,12 +584,30 @@ def execute_batch(
             solver = new_solver(tasks[0].algorithm_cfg)
         except Exception:  # each instance's own run records the error
             solver = None
+    def alone(i: int) -> None:
+        tell("item", i)
+        t0 = time.perf_counter()
+        execute_task(
+            tasks[i], emit=out, loaded=lambda base: tell("loaded", base),
+            started=lambda rep: tell("start", rep),
+        )
+        finished(i, time.perf_counter() - t0)
+
+    if tables is not None and solver is not None and not getattr(solver, "batchable", False):
+        tables.extend(columnar_batch(batch, solver, tell, alone, notes))
+        return rows, notes
     if solver is not None and getattr(solver, "batchable", False):
+        made: dict[int, tuple[Any, float]] = {}
+        if tables is not None:  # instances made in bulk, under the limits of them all
+            tell("joint", list(range(len(tasks))))
+            made = bulk_instances(tasks)
         readies: list[tuple[int, _Ready, float]] = []
         for i, task in enumerate(tasks):
             tell("item", i)
             t0 = time.perf_counter()
-            ready = _prepare(task, out, lambda base: tell("loaded", base), solver=solver)
+            ready = _prepare(task, out, lambda base: tell("loaded", base), solver=solver, preloaded=made.get(i))
+            if i in made:
+                t0 -= made[i][1]  # its share of the bulk call
             if ready is None:
                 finished(i, time.perf_counter() - t0)
             else:
@@ -571,7 +617,9 @@ def execute_batch(
             tell("joint", pending)
             t0 = time.perf_counter()
             try:
-                held = _joint_repetitions([r for _, r, _ in readies], solver, lambda rep: tell("start", rep))
+                held = _joint_repetitions(
+                    [r for _, r, _ in readies], solver, lambda rep: tell("start", rep), columnar=tables is not None
+                )
             except Exception as exc:
                 held = None
                 notes.append(
@@ -579,6 +627,24 @@ def execute_batch(
                     f"{str(exc)[:300]}); they were solved one by one"
                 )
                 tell("note", notes[-1])
+            if held is not None and tables is not None:
+                share = (time.perf_counter() - t0) / len(readies)
+                spent = {i: seconds + share for i, _, seconds in readies}
+                pending_rows = []
+                for k, row, solution in held:
+                    i, ready, _ = readies[k]
+                    if ready.task.verify and not _reported(solution):
+                        pending_rows.append((row, ready, solution, i))
+                    else:
+                        _verify(row, ready, solution)
+                _verify_pending(pending_rows, spent)
+                table = _rows_table(
+                    [r.base for _, r, _ in readies], [k for k, _, _ in held], [row for _, row, _ in held],
+                    [spent[i] for i, _, _ in readies], [], bid,
+                )
+                tables.append(table)
+                tell("chunk", (table, [(i, spent[i]) for i, _, _ in readies]))
+                return rows, notes
             if held is not None:
                 share = (time.perf_counter() - t0) / len(readies)
                 own = {tasks[i].task_id: seconds for i, _, seconds in readies}
@@ -589,14 +655,261 @@ def execute_batch(
                     finished(i, seconds + share)
                 return rows, notes
     for i in pending:
-        tell("item", i)
-        t0 = time.perf_counter()
-        execute_task(
-            tasks[i], emit=out, loaded=lambda base: tell("loaded", base),
-            started=lambda rep: tell("start", rep),
-        )
-        finished(i, time.perf_counter() - t0)
+        alone(i)
     return rows, notes
+
+
+#: Instances per chunk of :func:`columnar_batch`: one table, one message, one bulk
+#: certificate each; what a crash or a timeout sends back to the one-by-one path.
+CHUNK_INSTANCES = 256
+
+
+def bulk_instances(tasks: list[Task]) -> dict[int, tuple[Any, float]]:
+    """Instances of ``tasks`` made together by their dataset function's bulk hook.
+
+    A dataset function may carry ``matchbench_bulk(kwargs_list) -> instances``: its
+    instances for many argument sets at once, each the instance the function itself
+    gives for those arguments (its family tests that). Returns ``{index: (instance,
+    t_load_s)}`` (``t_load_s``: the bulk call's share) for the tasks it made; the others
+    (no hook, ``rcp``, a hook that raised) are loaded one by one by :func:`_prepare`, each
+    with its own error row. Bulk-made instances bypass the disk cache: the hook is for
+    instances faster to make than to read back.
+    """
+    from hydra.utils import get_method
+
+    groups: dict[str, list[int]] = {}
+    for i, task in enumerate(tasks):
+        spec = task.instance_spec
+        if spec.get("rcp") or not isinstance(spec.get("_target_"), str):
+            continue
+        groups.setdefault(spec["_target_"], []).append(i)
+    out: dict[int, tuple[Any, float]] = {}
+    for target, members in groups.items():
+        try:
+            bulk = getattr(get_method(target), "matchbench_bulk", None)
+        except Exception:  # an unknown target: load() gives its error row
+            continue
+        if not callable(bulk):
+            continue
+        kwargs = [
+            {k: v for k, v in tasks[i].instance_spec.items() if k not in ("_target_", "rcp", "rcp_seed")}
+            for i in members
+        ]
+        t0 = time.perf_counter()
+        try:
+            made = list(bulk(kwargs))
+        except Exception:  # one bad spec: every instance loads alone, with its own row
+            continue
+        if len(made) != len(members):
+            continue
+        share = (time.perf_counter() - t0) / len(members)
+        out.update((i, (inst, share)) for i, inst in zip(members, made, strict=True))
+    return out
+
+
+def columnar_batch(
+    batch: Batch,
+    solver: Any,
+    tell: Callable[[str, Any], None],
+    alone: Callable[[int], None] | None = None,
+    notes: list[str] | None = None,
+) -> list[Any]:
+    """A batch as columns: instances made in bulk, answers certified in bulk, rows as
+    Arrow tables of :data:`~matchbench.results.schema.SCHEMA` (one per chunk).
+
+    The rows are those :func:`execute_task` gives each instance (one per instance x
+    repetition, a failure as that instance's row), made without a dict per row on
+    their way: the instances of the batch come from :func:`bulk_instances` where their
+    dataset function has a bulk hook; each chunk of :data:`CHUNK_INSTANCES` instances is
+    solved one by one with the batch's solver, its answers are certified together by the
+    family's :meth:`~matchbench.core.problem.Problem.verify_batch` (each answer alone by
+    ``verify`` if that raises), and its rows become one table. ``t_load_s`` and
+    ``t_verify_s`` are shares of the bulk calls; ``t_total_s`` is the instance's share
+    of the whole.
+
+    Messages (``tell``): ``("joint", [i, ...])`` before the bulk load and before each
+    chunk, so that the task process's parent gives them the limits of that many
+    instances and, should they be exceeded or the process die, solves them again one by
+    one (:mod:`matchbench.runner.child`); ``("chunk", (table, [(i, seconds), ...]))``
+    with each chunk's rows.
+
+    A chunk whose rows cannot be made as columns (an error of this path itself, not of
+    an instance: those are rows) is run again by ``alone(i)`` for each of its instances,
+    the one-by-one path, with a line in ``notes``.
+    """
+    tasks = list(batch.tasks)
+    tell("joint", list(range(len(tasks))))
+    made = bulk_instances(tasks)
+    out: list[Any] = []
+    for start in range(0, len(tasks), CHUNK_INSTANCES):
+        chunk = list(range(start, min(len(tasks), start + CHUNK_INSTANCES)))
+        tell("joint", chunk)
+        try:
+            table, seconds = _columnar_chunk(tasks, chunk, made, solver, batch.batch_id)
+        except Exception as exc:
+            if alone is None:
+                raise
+            if notes is not None:
+                notes.append(
+                    f"the rows of {len(chunk)} instance(s) could not be made as columns "
+                    f"({type(exc).__name__}: {str(exc)[:300]}); they were solved one by one"
+                )
+                tell("note", notes[-1])
+            for i in chunk:
+                alone(i)
+            continue
+        tell("chunk", (table, seconds))
+        out.append(table)
+    return out
+
+
+def _columnar_chunk(
+    tasks: list[Task], chunk: list[int], made: dict[int, tuple[Any, float]], solver: Any, bid: str
+) -> tuple[Any, list[tuple[int, float]]]:
+    """The rows of ``tasks[i]`` for ``i`` in ``chunk`` as one table; (table, [(i, t_total_s)])."""
+    failed: list[Row] = []  # rows made as dicts: failures, and answers certified alone
+    bases: list[Row] = []  # per instance with rows in columns: its identity columns
+    slots: list[int] = []  # per columnar row: its instance's place in bases
+    cells: list[Row] = []  # per columnar row: its own columns
+    seconds: dict[int, float] = {}
+    pending: list[tuple[Row, _Ready, Any, int]] = []
+    slot_of: dict[int, int] = {}
+    for i in chunk:
+        t0 = time.perf_counter()
+        mine: list[Row] = []
+
+        def out(row: Row, mine: list[Row] = mine) -> None:
+            row.setdefault("timestamp", _now())
+            row["batch_id"] = bid
+            mine.append(row)
+
+        ready = _prepare(tasks[i], out, solver=solver, preloaded=made.get(i))
+        if ready is not None:
+            slot = len(bases)
+            slot_of[i] = slot
+            bases.append(ready.base)
+            for row, solution in _solve_alone(ready, out):
+                row["timestamp"] = _now()
+                if ready.task.verify and not _reported(solution):
+                    pending.append((row, ready, solution, i))
+                else:
+                    _verify(row, ready, solution)
+                slots.append(slot)
+                cells.append(row)
+        failed.extend(mine)
+        seconds[i] = time.perf_counter() - t0 + (made[i][1] if i in made else 0.0)
+    _verify_pending(pending, seconds)
+    index = {tasks[i].task_id: i for i in chunk}
+    for row in failed:
+        row["t_total_s"] = seconds.get(index.get(row.get("task_id")), 0.0)
+    totals = [0.0] * len(bases)
+    for i, slot in slot_of.items():
+        totals[slot] = seconds[i]
+    return _rows_table(bases, slots, cells, totals, failed, bid), [(i, seconds[i]) for i in chunk]
+
+
+def _verify_pending(pending: list[tuple[Row, _Ready, Any, int]], seconds: dict[int, float]) -> None:
+    """Certify the answers of ``pending`` (row, ready, answer, instance index) together by
+    the family's :meth:`~matchbench.core.problem.Problem.verify_batch` (each alone by
+    :func:`_verify` if that raises) into their rows; each instance's ``seconds`` gets
+    its answers' shares of the call."""
+    if not pending:
+        return
+    t0 = time.perf_counter()
+    problem = pending[0][1].problem
+    try:
+        verdicts = problem.verify_batch([p[1].instance for p in pending], [p[2] for p in pending])
+        if len(verdicts) != len(pending):
+            raise ValueError(f"verify_batch gave {len(verdicts)} verdicts for {len(pending)} answers")
+    except Exception:
+        verdicts = None
+    share = (time.perf_counter() - t0) / len(pending)
+    for k, (row, ready, solution, i) in enumerate(pending):
+        if verdicts is None:
+            _verify(row, ready, solution)
+        else:
+            _apply_verdict(row, verdicts[k], share)
+        seconds[i] = seconds.get(i, 0.0) + share
+
+
+def _rows_table(
+    bases: list[Row], slots: list[int], cells: list[Row], totals: list[float], failed: list[Row], bid: str
+) -> Any:
+    """One table of :data:`~matchbench.results.schema.SCHEMA`: a row per ``cells[k]`` (its
+    own columns) over the identity columns ``bases[slots[k]]`` of its instance, whose
+    ``t_total_s`` is ``totals[slots[k]]``, then the ``failed`` rows (whole dicts)."""
+    import pyarrow as pa
+
+    from matchbench.results.schema import SCHEMA, record_batch, table_from_rows
+
+    n = len(cells)
+    columns: dict[str, Any] = {}
+    if n:
+        base_keys = set().union(*bases)
+        row_keys = set().union(*cells)
+        take = pa.array(slots, type=pa.int32())
+        for key in base_keys - row_keys:
+            typ = SCHEMA.field(key).type
+            columns[key] = pa.array([b.get(key) for b in bases], type=typ).take(take)
+        for key in row_keys:
+            columns[key] = [r[key] if key in r else bases[s].get(key) for s, r in zip(slots, cells, strict=True)]
+        columns["t_total_s"] = pa.array(totals, type=pa.float64()).take(take)
+        columns["batch_id"] = [bid] * n
+    parts = [record_batch(columns, n)] if n else []
+    if failed:
+        parts.extend(table_from_rows(failed).to_batches())
+    return pa.Table.from_batches(parts, schema=SCHEMA)
+
+
+def _reported(solution: Any) -> bool:
+    return isinstance(solution, ReportedObjective)
+
+
+def _apply_verdict(row: Row, v: Any, seconds: float) -> None:
+    """:func:`_verify`'s columns of one verdict of a bulk certificate."""
+    row.update(
+        objective=v.objective, bound=v.bound, reference_objective=v.reference,
+        verified=v.verified, verify_reason=v.reason,
+    )
+    if not v.verified:
+        row.update(status="wrong", error_type="wrong", error=f"certificate: {v.reason}"[:4000])
+    row["t_verify_s"] = seconds
+
+
+def _solve_alone(ready: _Ready, out: Callable[[Row], None]) -> list[tuple[Row, Any]]:
+    """:func:`_repetitions` of one instance, returning its timed rows' own columns (not
+    the identity columns of ``ready.base``) and answers, uncertified; failures go to
+    ``out`` as whole rows."""
+    solver, gpu, pool = ready.solver, ready.gpu, ready.pool
+    instrumented = False
+    done: list[tuple[Row, Any]] = []
+    for rep, instr in _schedule(ready.task, solver):
+        row: Row = {"repetition": rep, "instrumented": instr}
+        try:
+            if instr != instrumented:
+                solver.instrument(instr)
+                instrumented = instr
+            if gpu:
+                pool.free_all_blocks()
+            t0 = time.perf_counter()
+            solver.prepare(ready.instance, ready.init)
+            _sync(gpu)
+            t1 = time.perf_counter()
+            solver.run()
+            _sync(gpu)
+            t2 = time.perf_counter()
+            solution = solver.result()
+            t3 = time.perf_counter()
+        except Exception as exc:
+            out(error_row({**ready.base, **row}, exc, stage=f"repetition {rep}") | {"repetition": rep})
+            if classify(exc) == "oom":
+                break
+            continue
+        if rep < 0:
+            continue
+        _timed_row(row, ready, Measurements.of(solver), (t1 - t0, t2 - t1, t3 - t2))
+        done.append((row, solution))
+    return done
 
 
 def e2e_seconds(t_init_s: float | None, t_solve_s: float | None) -> float | None:

@@ -8,6 +8,16 @@ Every function returns a :class:`~matchbench.families.lap.problem.CostMatrix`.
 - :func:`geometric`: Euclidean distances between two random point sets in the unit cube.
 - :func:`from_file`: ``.npy`` arrays and Matrix Market files, dense (``array``) or sparse
   (``coordinate``, the absent entries set to ``missing_cost``).
+- :func:`stack`: one instance of a bulk file, a ``.npy`` stack of shape ``(B, n, m)`` (or a
+  folder of single-matrix ``.npy`` files), memory-mapped and checked before any read.
+
+Bulk generation (``run.batch``): :func:`uniform` and :func:`uniform_float` carry
+``matchbench_bulk``, a function that makes many instances of the generator at once, each
+bit-identical to the generator's own instance for its seed (one ``default_rng(seed)``
+stream each), into one ``(B, n, n)`` array; the runner calls it for the instances of a
+batch instead of loading them one by one (and instead of the disk cache: for matrices
+this small, generating is faster than reading a file back). :func:`stack` carries one
+that maps its file once for all the instances of a batch.
 
 The three generators are tagged ``@dataset("lap", disk_cache=True)``, so that
 :func:`~matchbench.datasets.load` keeps the matrices they make on disk across runs. A
@@ -17,6 +27,7 @@ change that makes a generator return another matrix for the same arguments must 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +36,7 @@ import numpy as np
 from matchbench.core import limits
 from matchbench.core.paths import missing_file
 from matchbench.datasets import dataset, sizes
-from matchbench.families.lap.problem import CostMatrix, DatasetError
+from matchbench.families.lap.problem import CostMatrix, DatasetError, validate_costs
 
 #: Named cost ranges of Date & Nagi 2016, Sec. 6.2 (after Balas et al. 1991).
 COST_RANGES = ("n/10", "n", "10n")
@@ -109,6 +120,76 @@ def uniform(
     return CostMatrix(costs, name=name, family="lap_uniform", params=params)
 
 
+def _trusted(costs: np.ndarray, name: str, family: str, params: dict[str, Any]) -> CostMatrix:
+    """A :class:`CostMatrix` over ``costs`` without checking it again: for the instances of
+    a bulk generator, whose whole stack was made valid by construction (a square,
+    C-contiguous block of one of the cost dtypes, in range)."""
+    inst = CostMatrix.__new__(CostMatrix)
+    inst.costs, inst.name, inst.family, inst.params = costs, name, family, params
+    return inst
+
+
+def _bulk(make_one: Any, fill: Any, kwargs_list: list[dict[str, Any]]) -> list[CostMatrix]:
+    """Instances of a generator for each of ``kwargs_list`` (its keyword arguments).
+
+    Instances of equal shape and dtype share one ``(B, n, n)`` array, filled by
+    ``fill(stack, i, **kwargs)``; each instance is a view of its block. ``make_one`` (the
+    generator, on its first arguments) checks the arguments and gives the name, family
+    and params of an instance, whose matrix the stack's block replaces.
+    """
+    out: list[CostMatrix | None] = [None] * len(kwargs_list)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    protos: dict[tuple[Any, ...], CostMatrix] = {}
+    for i, kw in enumerate(kwargs_list):
+        key = tuple(sorted((k, repr(v)) for k, v in kw.items() if k != "seed"))
+        if key not in protos:
+            protos[key] = make_one(**kw)  # checks the arguments once per group
+        groups.setdefault(key, []).append(i)
+    for key, members in groups.items():
+        proto = protos[key]
+        n, dt = proto.n, proto.costs.dtype
+        block = np.empty((len(members), n, n), dtype=dt)
+        seed0 = proto.params["seed"]
+        for b, i in enumerate(members):
+            kw = kwargs_list[i]
+            fill(block, b, **kw)
+            if dt.kind == "f":  # an overflow of float32 is refused as the generator refuses it
+                validate_costs(block[b], proto.name)
+            seed = kw.get("seed", 1)
+            params = dict(proto.params, seed=seed)
+            name = proto.name[: -len(f"_s{seed0}")] + f"_s{seed}"
+            out[i] = _trusted(block[b], name, proto.family, params)
+    return out  # type: ignore[return-value]
+
+
+def _fill_uniform(
+    block: np.ndarray,
+    b: int,
+    n: int,
+    cost_range: str | int | float = "n",
+    seed: int = 1,
+    dtype: str = "int32",
+) -> None:
+    hi = cost_high(int(n), cost_range)
+    block[b] = np.random.default_rng(seed).integers(
+        0, hi + 1, size=(int(n), int(n)), dtype=block.dtype
+    )
+
+
+def uniform_bulk(kwargs_list: list[dict[str, Any]]) -> list[CostMatrix]:
+    """:func:`uniform` for each of ``kwargs_list`` at once (``uniform.matchbench_bulk``).
+
+    Each instance is bit-identical to ``uniform(**kwargs)`` (tested): the same
+    ``numpy.random.default_rng(seed)`` stream, drawn straight into its block of one
+    ``(B, n, n)`` array, without the per-instance checks and objects of the one-by-one
+    path (the arguments are checked once per group of equal ``n``, range and dtype).
+    """
+    return _bulk(uniform, _fill_uniform, kwargs_list)
+
+
+uniform.matchbench_bulk = uniform_bulk  # type: ignore[attr-defined]
+
+
 @dataset("lap", disk_cache=True, size_hint=lambda n, **_: sizes.dense(n))
 def uniform_float(n: int, seed: int = 1, high: float = 1.0, dtype: str = "float64") -> CostMatrix:
     """Float costs drawn uniformly from ``[0, high)`` (``dtype`` float32 or float64)."""
@@ -123,6 +204,22 @@ def uniform_float(n: int, seed: int = 1, high: float = 1.0, dtype: str = "float6
     name = f"uniform_float_n{n}_s{seed}"
     params = {"n": n, "seed": seed, "high": float(high), "dtype": str(dt)}
     return CostMatrix(costs, name=name, family="lap_uniform_float", params=params)
+
+
+def _fill_uniform_float(
+    block: np.ndarray, b: int, n: int, seed: int = 1, high: float = 1.0, dtype: str = "float64"
+) -> None:
+    block[b] = (np.random.default_rng(seed).random((int(n), int(n))) * float(high)).astype(
+        block.dtype
+    )
+
+
+def uniform_float_bulk(kwargs_list: list[dict[str, Any]]) -> list[CostMatrix]:
+    """:func:`uniform_float` for each of ``kwargs_list`` at once (see :func:`uniform_bulk`)."""
+    return _bulk(uniform_float, _fill_uniform_float, kwargs_list)
+
+
+uniform_float.matchbench_bulk = uniform_float_bulk  # type: ignore[attr-defined]
 
 
 @dataset("lap", disk_cache=True, size_hint=lambda n, **_: sizes.dense(n))
@@ -249,3 +346,188 @@ def _mmread(p: Path, name: str, read: Any) -> Any:
         raise DatasetError(
             f"lap instance {name!r}: cannot read {p}: {exc or type(exc).__name__}"
         ) from None
+
+
+# --------------------------------------------------------------------------- bulk files
+
+
+def _stack_header(p: Path, name: str) -> tuple[tuple[int, ...], np.dtype, int]:
+    """(shape, dtype, data offset) of the ``.npy`` file ``p``, checked against the file.
+
+    Reads only the header (never unpickles: an object dtype is refused by name), and
+    refuses a header that is too long, a shape that is not 3-D (or 2-D: one matrix), a
+    dtype that is not a real number, and a declared size that the file does not hold
+    (a truncated file, or a huge shape in a tiny file), before anything is mapped.
+    """
+    from numpy.lib import format as npformat
+
+    what = f"lap stack {name!r}:"
+    size = p.stat().st_size
+    try:
+        with open(p, "rb") as f:
+            major, _minor = npformat.read_magic(f)
+            read = npformat.read_array_header_1_0 if major == 1 else npformat.read_array_header_2_0
+            # numpy refuses headers over max_header_size (10,000 bytes by default)
+            shape, fortran, dtype = read(f)
+            offset = f.tell()
+    except (ValueError, EOFError, OSError, SyntaxError) as exc:
+        raise DatasetError(
+            f"{what} {p} is not a readable .npy file ({exc or type(exc).__name__})"
+        ) from None
+    if dtype.hasobject:
+        raise DatasetError(
+            f"{what} {p} holds Python objects (dtype {dtype}); costs must be numbers"
+        )
+    if dtype.kind not in "iuf" or (dtype.kind == "f" and dtype.itemsize > 8):
+        raise DatasetError(f"{what} {p} has dtype {dtype}; costs must be real integers or floats")
+    if len(shape) not in (2, 3):
+        raise DatasetError(f"{what} {p} has shape {shape}; a stack is (B, n, m), one matrix (n, m)")
+    if fortran:
+        raise DatasetError(f"{what} {p} is Fortran-ordered; save the stack in C order")
+    if any(d < 1 for d in shape):
+        raise DatasetError(f"{what} {p} has an empty shape {shape}")
+    need = offset + int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if need > size:
+        raise DatasetError(
+            f"{what} {p} declares shape {shape} of {dtype} ({need:,} bytes with its header) but "
+            f"holds {size:,} bytes: a truncated file or a bad header"
+        )
+    return tuple(int(d) for d in shape), np.dtype(dtype), offset
+
+
+def _stack_files(p: Path, name: str) -> list[Path]:
+    files = sorted(f for f in p.iterdir() if f.suffix == ".npy" and not f.name.startswith("."))
+    if not files:
+        raise DatasetError(f"lap stack {name!r}: the folder {p} holds no .npy files")
+    return files
+
+
+def _stack_name(p: Path) -> str:
+    return p.name[: -len(".npy")] if p.name.endswith(".npy") else p.name
+
+
+def _stack_map(p: Path, name: str) -> np.ndarray:
+    """The checked stack of ``p``, memory-mapped read-only, as (B, n, m)."""
+    shape, dtype, offset = _stack_header(p, name)
+    limits.check_allocation(
+        int(np.prod(shape[-2:])) * dtype.itemsize,
+        p,
+        f"lap stack {name!r}:",
+        "one cost matrix of this stack",
+    )
+    arr = np.memmap(p, dtype=dtype, mode="r", offset=offset, shape=shape, order="C")
+    return arr if arr.ndim == 3 else arr[None]
+
+
+def _stack_item(arr: np.ndarray, index: int, p: Path, name: str, pad: bool) -> CostMatrix:
+    if not 0 <= index < arr.shape[0]:
+        raise DatasetError(
+            f"lap stack {name!r}: index {index} is outside the {arr.shape[0]} matrices of {p}"
+        )
+    params = {"path": str(p), "index": int(index), "pad": bool(pad)}
+    item = f"{name}_i{index}"
+    # a copy of one block: the instance outlives the mapping, and validate_costs names NaN/inf
+    return CostMatrix.from_array(
+        np.array(arr[index]), name=item, family="lap_stack", params=params, pad=pad
+    )
+
+
+def _stack_bytes(path: str | Path, seed: int = 0, pad: bool = False, **_: Any) -> int | None:
+    """The bytes of one matrix of the stack ``path`` (its header's), for the sweep's
+    size order and ``run.batch`` byte limits; None for a folder or a bad file."""
+    return _stack_bytes_cached(str(path), bool(pad))
+
+
+@functools.lru_cache(maxsize=64)
+def _stack_bytes_cached(path: str, pad: bool) -> int | None:
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        shape, dtype, _offset = _stack_header(p, _stack_name(p))
+    except DatasetError:
+        return None
+    n, m = shape[-2:]
+    return (max(n, m) ** 2 if pad else n * m) * max(dtype.itemsize, 4)
+
+
+@dataset("lap", size_hint=_stack_bytes)
+def stack(path: str | Path, seed: int = 0, pad: bool = False) -> CostMatrix:
+    """Matrix ``seed`` (its index, from 0) of a bulk file: a ``.npy`` stack ``(B, n, m)``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.npy`` file of shape ``(B, n, m)`` (one matrix per leading index; ``(n, m)``
+        is one matrix), or a folder of ``.npy`` files of one matrix each (in name order).
+    seed : int
+        The index of the matrix. A ``many`` set gives instance ``i`` the set's seed
+        ``+ i``: ``conf/dataset/lap_stack.yaml`` (``seed: 0``, ``count: B``) names every
+        matrix of the file once.
+    pad : bool
+        Pad rectangular matrices with zero-cost dummies (see :func:`from_file`).
+
+    Raises
+    ------
+    DatasetError
+        Naming the file: missing, not ``.npy``, a header over numpy's size limit, object
+        (pickled) or non-real dtypes, an ndim other than 2 or 3, a declared size the file
+        does not hold (truncated, or a huge shape in a tiny file), a matrix over the input
+        limit (:mod:`matchbench.core.limits`), an index outside the stack, and every bad
+        matrix :class:`~matchbench.families.lap.problem.CostMatrix` rejects (NaN, inf).
+
+    Notes
+    -----
+    The file is mapped with ``numpy.memmap`` after its header is checked (never
+    ``allow_pickle``); only the blocks asked for are read.
+    """
+    p = Path(path)
+    name = _stack_name(p)
+    if (why := missing_file(p)) is not None and not p.is_dir():
+        raise DatasetError(f"lap stack {name!r}: {str(p)!r} {why}")
+    index = _check_index(seed, name)
+    if p.is_dir():
+        files = _stack_files(p, name)
+        if index >= len(files):
+            raise DatasetError(
+                f"lap stack {name!r}: index {index} is outside the {len(files)} files of {p}"
+            )
+        return _stack_item(_stack_map(files[index], files[index].name), 0, files[index], name, pad)
+    if p.suffix != ".npy":
+        raise DatasetError(f"lap stack {name!r}: {p} is not a .npy file")
+    return _stack_item(_stack_map(p, name), index, p, name, pad)
+
+
+def _check_index(seed: Any, name: str) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or int(seed) < 0:
+        raise DatasetError(
+            f"lap stack {name!r}: the index (seed) must be an integer >= 0, got {seed!r}"
+        )
+    return int(seed)
+
+
+def stack_bulk(kwargs_list: list[dict[str, Any]]) -> list[CostMatrix]:
+    """:func:`stack` for each of ``kwargs_list``, mapping each file once (``stack.matchbench_bulk``)."""
+    maps: dict[str, np.ndarray] = {}
+    out = []
+    for kw in kwargs_list:
+        p = Path(kw["path"])
+        if p.is_dir() or p.suffix != ".npy":
+            out.append(stack(**kw))
+            continue
+        name = _stack_name(p)
+        if str(p) not in maps:
+            maps[str(p)] = _stack_map(p, name)
+        out.append(
+            _stack_item(
+                maps[str(p)],
+                _check_index(kw.get("seed", 0), name),
+                p,
+                name,
+                bool(kw.get("pad", False)),
+            )
+        )
+    return out
+
+
+stack.matchbench_bulk = stack_bulk  # type: ignore[attr-defined]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, ClassVar
 
@@ -448,6 +449,56 @@ def derive_duals(
     return u, v
 
 
+@njit(cache=True)
+def _residual_potentials_many(costs, perms, pots, preds, tols, starts):
+    """:func:`_residual_potentials` of each ``costs[b]``, ``perms[b]``: one call for a stack."""
+    for b in range(costs.shape[0]):
+        starts[b] = _residual_potentials(costs[b], perms[b], pots[b], preds[b], tols[b])
+
+
+@njit(cache=True)
+def _min_reduced_cost_many(costs, u, v, worst):
+    """:func:`_min_reduced_cost` of each ``costs[b]`` (the value only), into ``worst[b]``."""
+    for b in range(costs.shape[0]):
+        worst[b] = _min_reduced_cost(costs[b], u[b], v[b])[0]
+
+
+#: Bytes of cost matrices certified together by :meth:`LAP.verify_batch` (one stacked copy).
+VERIFY_CHUNK_BYTES = 32 << 20
+
+
+def _feasible_and_slack(
+    costs: np.ndarray,
+    perms: np.ndarray,
+    u: np.ndarray,
+    v: np.ndarray,
+    assigned: np.ndarray,
+    atol: np.ndarray,
+) -> np.ndarray:
+    """Per instance of a stack: are ``u``, ``v`` dual feasible and complementary slack on
+    ``perms`` (within ``atol``)? By the family's stack certificate
+    (:func:`matchbench.families.lap.bulk.certify_stack`, the one the batched GPU solver's
+    answers are checked with) where it can be imported, else by the same numba loops as
+    :meth:`LAP.verify`."""
+    try:
+        from matchbench.families.lap.bulk import certify_stack
+    except ImportError:
+        certify_stack = None
+    if certify_stack is not None:
+        ok, _reasons = certify_stack(costs, perms, u, v)
+        return np.asarray(ok, dtype=bool)
+    worst = np.empty(costs.shape[0], dtype=u.dtype)
+    _min_reduced_cost_many(costs, u, v, worst)
+    slack = assigned - u - np.take_along_axis(v, perms, axis=1)
+    return ~(worst < -atol) & ~(np.abs(slack) > atol[:, None]).any(axis=1)
+
+
+def _as_perm_and_duals(solution: Any) -> tuple[Any, Any, Any]:
+    if isinstance(solution, Assignment):
+        return solution.row_to_col, solution.u, solution.v
+    return solution, None, None
+
+
 class LAP(Problem):
     """Linear assignment: minimize the total cost of a perfect assignment.
 
@@ -580,6 +631,128 @@ class LAP(Problem):
                     bound,
                 )
         return Verification(True, None, objective, bound=bound, reference=bound)
+
+    def warm_up(self) -> None:
+        """Load the certificate's numba code (from its cache) for integer and float costs."""
+        for dtype in (np.int32, np.int64, np.float32, np.float64):
+            inst = CostMatrix(np.array([[1, 2], [2, 1]], dtype=dtype), name="warm_up")
+            self.verify_batch([inst], [np.array([0, 1])])
+
+    def verify_batch(
+        self, instances: Sequence[Any], solutions: Sequence[Any]
+    ) -> list[Verification]:
+        """Certify many answers at once: the verdicts of :meth:`verify`, vectorized.
+
+        Answers of instances of one shape and dtype are certified together: the
+        permutation check, the duals (the answer's, else derived for the whole stack in
+        one compiled call of the same Bellman-Ford as :func:`derive_duals`), dual
+        feasibility, complementary slackness and the duality gap, in the arithmetic of
+        :meth:`verify` (exact int64 for integer costs, float64 with its tolerances for
+        float costs). Every answer this rejects, and every answer in a form it does not
+        vectorize (integral float duals of integer costs, other types), is certified again
+        by :meth:`verify` alone, so that its verdict and reason are exactly those of the
+        one-by-one path.
+
+        Notes
+        -----
+        Date & Nagi 2016, Sec. 2: the dual (5)-(7) and complementary slackness (8), as in
+        :meth:`verify`; the derived duals follow Ahuja, Magnanti & Orlin 1993, Thm. 9.1.
+        """
+        k_all = len(instances)
+        if len(solutions) != k_all:
+            raise ValueError(f"verify_batch: {k_all} instances but {len(solutions)} answers")
+        out: list[Verification | None] = [None] * k_all
+        groups: dict[tuple[int, np.dtype, bool], list[int]] = {}
+        for k, (inst, sol) in enumerate(zip(instances, solutions, strict=True)):
+            costs = getattr(inst, "costs", None)
+            perm, u, v = _as_perm_and_duals(sol)
+            if not isinstance(costs, np.ndarray) or costs.ndim != 2:
+                continue
+            if costs.shape[0] != costs.shape[1]:
+                continue
+            n = costs.shape[0]
+            if not isinstance(perm, np.ndarray) or perm.shape != (n,):
+                continue
+            if perm.dtype.kind not in "iu":
+                continue
+            derived = u is None and v is None
+            if not derived:
+                if not (isinstance(u, np.ndarray) and isinstance(v, np.ndarray)):
+                    continue
+                if u.shape != (n,) or v.shape != (n,):
+                    continue
+                allowed = "i" if is_exact(costs) else "iuf"
+                if u.dtype.kind not in allowed or v.dtype.kind not in allowed:
+                    continue
+            groups.setdefault((n, costs.dtype, derived), []).append(k)
+        for (n, dtype, derived), members in groups.items():
+            step = max(1, VERIFY_CHUNK_BYTES // max(1, n * n * dtype.itemsize))
+            for at in range(0, len(members), step):
+                part = members[at : at + step]
+                self._certify_stack(instances, solutions, part, n, derived, out)
+        for k in range(k_all):
+            if out[k] is None:
+                out[k] = self.verify(instances[k], solutions[k])
+        return out  # type: ignore[return-value]
+
+    def _certify_stack(
+        self, instances: Sequence[Any], solutions: Sequence[Any], part: list[int], n: int,
+        derived: bool, out: list[Verification | None],
+    ) -> None:
+        """Certify ``part`` (answers of ``n`` x ``n`` instances of one dtype) together; fill
+        ``out`` for those certified, leaving the others to :meth:`verify`."""
+        costs = np.stack([instances[k].costs for k in part])
+        perms = np.stack([np.asarray(_as_perm_and_duals(solutions[k])[0]) for k in part])
+        perms = perms.astype(np.int64)
+        b_count = len(part)
+        exact = is_exact(costs)
+        dt = dual_dtype(costs)
+        rows = np.arange(n)
+        inside = ((perms >= 0) & (perms < n)).all(axis=1)
+        perms_safe = np.where(inside[:, None], perms, rows[None, :])
+        good = inside & (np.sort(perms_safe, axis=1) == rows[None, :]).all(axis=1)
+        assigned = np.take_along_axis(costs, perms_safe[:, :, None], axis=2)[:, :, 0]
+        if exact:
+            scale = np.zeros(b_count)
+            atol = np.zeros(b_count)
+        else:
+            top = np.abs(costs).reshape(b_count, -1).max(axis=1).astype(np.float64)
+            scale = np.maximum(1.0, top)
+            atol = FLOAT_RTOL * scale
+        if derived:
+            pots = np.zeros((b_count, n), dtype=dt)
+            preds = np.full((b_count, n), -1, dtype=np.int64)
+            starts = np.full(b_count, -1, dtype=np.int64)
+            tols = (atol / 2).astype(dt)
+            _residual_potentials_many(costs, perms_safe, pots, preds, tols, starts)
+            good &= starts < 0
+            held = np.zeros((b_count, n), dtype=dt)
+            np.put_along_axis(held, perms_safe, assigned.astype(dt), axis=1)
+            u = -np.take_along_axis(pots, perms_safe, axis=1)
+            v = held + pots
+        else:
+            duals = [_as_perm_and_duals(solutions[k]) for k in part]
+            u = np.stack([np.asarray(d[1]) for d in duals]).astype(dt)
+            v = np.stack([np.asarray(d[2]) for d in duals]).astype(dt)
+            if not exact:
+                good &= np.isfinite(u).all(axis=1) & np.isfinite(v).all(axis=1)
+                u = np.where(good[:, None], u, 0.0)
+                v = np.where(good[:, None], v, 0.0)
+        good &= _feasible_and_slack(costs, perms_safe, u, v, assigned.astype(dt), atol)
+        if exact:
+            primal = assigned.sum(axis=1, dtype=np.int64)
+            bound = u.sum(axis=1, dtype=np.int64) + v.sum(axis=1, dtype=np.int64)
+            good &= primal == bound
+        for b in np.flatnonzero(good):
+            k = part[b]
+            if exact:
+                objective, gap = float(int(primal[b])), float(int(bound[b]))
+            else:
+                objective = float(assigned[b].sum(dtype=np.float64))
+                gap = float(u[b].sum() + v[b].sum())
+                if abs(gap - objective) > n * atol[b] + 1e-12 * scale[b] * n:
+                    continue
+            out[k] = Verification(True, None, objective, bound=gap, reference=gap)
 
 
 def _integral(a: np.ndarray) -> np.ndarray | None:

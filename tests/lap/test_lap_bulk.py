@@ -1,0 +1,287 @@
+"""Bulk LAP data (issue #31): generators in bulk, the vectorized certificate, stack files.
+
+Bulk generation must give each instance bit-identical to one-by-one generation from its
+seed; ``LAP.verify_batch`` must give the verdicts of ``LAP.verify`` on good and broken
+answers; a ``.npy`` stack is read as its matrices, and hostile files are refused by name.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from matchbench.core.errors import DatasetError
+from matchbench.families.lap import datasets as L
+from matchbench.families.lap.problem import LAP, Assignment, CostMatrix
+from matchbench.families.lap.refs import HungarianTree, ScipyLSA
+
+PROBLEM = LAP()
+
+
+@pytest.mark.parametrize(
+    ("fn", "bulk", "kwargs"),
+    [
+        (L.uniform, L.uniform_bulk, {"n": 16, "cost_range": "n", "dtype": "int32"}),
+        (L.uniform, L.uniform_bulk, {"n": 7, "cost_range": "10n", "dtype": "int64"}),
+        (L.uniform, L.uniform_bulk, {"n": 33, "cost_range": "n/10"}),
+        (L.uniform, L.uniform_bulk, {"n": 5, "cost_range": 1000}),
+        (L.uniform_float, L.uniform_float_bulk, {"n": 9, "high": 3.5, "dtype": "float32"}),
+        (L.uniform_float, L.uniform_float_bulk, {"n": 12}),
+    ],
+)  # fmt: skip
+def test_bulk_generation_is_bit_identical_to_one_by_one(fn, bulk, kwargs):
+    seeds = [1, 2, 3, 17, 10**9, 0, 5]
+    kws = [dict(kwargs, seed=s) for s in seeds]
+    made = bulk(kws)
+    assert len(made) == len(kws)
+    for kw, a in zip(kws, made, strict=True):
+        b = fn(**kw)
+        assert a.costs.dtype == b.costs.dtype and a.costs.shape == b.costs.shape
+        assert a.costs.tobytes() == b.costs.tobytes()
+        assert (a.name, a.family, a.params) == (b.name, b.family, b.params)
+        assert a.describe() == b.describe() and a.nbytes == b.nbytes
+        assert a.costs.flags.c_contiguous
+
+
+def test_bulk_generation_of_mixed_arguments_keeps_the_order():
+    kws = [
+        {"n": 4, "seed": 1},
+        {"n": 6, "seed": 2},
+        {"n": 4, "seed": 3, "dtype": "int64"},
+        {"n": 6, "seed": 4},
+    ]
+    for kw, inst in zip(kws, L.uniform_bulk(kws), strict=True):
+        assert (
+            inst.costs.tobytes() == L.uniform(**kw).costs.tobytes()
+            and inst.name == L.uniform(**kw).name
+        )
+
+
+def test_bulk_generation_refuses_what_the_generator_refuses():
+    with pytest.raises(DatasetError, match="dtype must be int32 or int64"):
+        L.uniform_bulk([{"n": 4, "seed": 1, "dtype": "float32"}])
+    assert L.uniform.matchbench_bulk is L.uniform_bulk
+    assert L.uniform_float.matchbench_bulk is L.uniform_float_bulk
+
+
+# --------------------------------------------------------------------------- verify_batch
+
+
+def _solve(solver_cls, inst):
+    s = solver_cls()
+    s.prepare(inst)
+    s.run()
+    return s.result()
+
+
+def _instances():
+    out = [L.uniform(n, seed=s) for n in (1, 2, 5, 16) for s in range(1, 6)]
+    out += [L.uniform(8, cost_range="10n", seed=s, dtype="int64") for s in range(3)]
+    out += [L.uniform_float(6, seed=s, dtype=d) for s in range(3) for d in ("float32", "float64")]
+    out += [
+        L.geometric(7, seed=2),
+        CostMatrix(np.array([[-3, 2**20], [7, -(2**20)]], dtype=np.int32)),
+    ]
+    out += [CostMatrix(np.zeros((4, 4), dtype=np.int32), name="ties")]
+    return out
+
+
+def _mutations(inst, good):
+    """Broken answers of ``inst`` (whose optimal answer is ``good``)."""
+    n = inst.n
+    perm = np.asarray(good.row_to_col)
+    out = []
+    if n >= 2:
+        swapped = perm.copy()
+        swapped[[0, 1]] = swapped[[1, 0]]
+        out.append(Assignment(swapped))  # another permutation: optimal only on ties
+        dup = perm.copy()
+        dup[0] = dup[1]
+        out.append(Assignment(dup))  # not a permutation
+    out.append(Assignment(perm + n))  # out of range
+    out.append(Assignment(perm[:-1]))  # wrong shape
+    out.append(Assignment(perm.astype(np.float64)))  # wrong dtype
+    out.append(perm.copy())  # a bare array: fine
+    if good.u is not None:
+        u = good.u.copy()
+        u[0] += 1  # infeasible, or off slack
+        out.append(Assignment(perm, u, good.v))
+        out.append(Assignment(perm, good.u, None))  # one dual only
+        out.append(Assignment(perm, good.u.astype(np.float64), good.v.astype(np.float64)))
+        out.append(Assignment(perm, good.u[:-1], good.v))
+        lower = good.u - 1  # feasible but a duality gap
+        out.append(Assignment(perm, lower, good.v))
+    return out
+
+
+@pytest.fixture(params=["certify_stack", "numba"])
+def certificate(request, monkeypatch):
+    """verify_batch with the family's stack certificate, and with its fallback loops."""
+    if request.param == "numba":
+        monkeypatch.setitem(sys.modules, "matchbench.families.lap.bulk", None)  # import fails
+    return request.param
+
+
+@pytest.mark.parametrize("solver_cls", [ScipyLSA, HungarianTree])
+def test_verify_batch_agrees_with_verify_on_good_and_broken_answers(solver_cls, certificate):
+    instances, answers = [], []
+    for inst in _instances():
+        good = _solve(solver_cls, inst)
+        for answer in [good, *_mutations(inst, good)]:
+            instances.append(inst)
+            answers.append(answer)
+    batch = PROBLEM.verify_batch(instances, answers)
+    alone = [PROBLEM.verify(i, a) for i, a in zip(instances, answers, strict=True)]
+    assert len(batch) == len(alone)
+    for k, (a, b) in enumerate(zip(batch, alone, strict=True)):
+        assert a.verified == b.verified and a.reason == b.reason, (k, a, b)
+        assert a.bound == b.bound and a.reference == b.reference
+        assert a.objective == b.objective or (np.isnan(a.objective) and np.isnan(b.objective))
+    assert sum(v.verified for v in batch) > len(_instances())  # the good ones, at least
+    assert sum(not v.verified for v in batch) > len(_instances())  # and the broken ones fail
+
+
+def test_verify_batch_of_nothing_and_of_unequal_lengths():
+    assert PROBLEM.verify_batch([], []) == []
+    with pytest.raises(ValueError, match="2 instances but 1 answers"):
+        PROBLEM.verify_batch([L.uniform(3), L.uniform(3)], [np.arange(3)])
+
+
+def test_verify_batch_is_chunked_without_changing_verdicts(monkeypatch, certificate):
+    import matchbench.families.lap.problem as P
+
+    monkeypatch.setattr(P, "VERIFY_CHUNK_BYTES", 3 * 16 * 16 * 4)  # three instances a chunk
+    insts = [L.uniform(16, seed=s) for s in range(10)]
+    answers = [_solve(ScipyLSA, i) for i in insts]
+    answers[4] = Assignment(np.roll(answers[4].row_to_col, 1))
+    assert PROBLEM.verify_batch(insts, answers) == [
+        PROBLEM.verify(i, a) for i, a in zip(insts, answers, strict=True)
+    ]
+
+
+# --------------------------------------------------------------------------- stack files
+
+
+def test_stack_file_is_read_as_its_matrices(tmp_path):
+    rng = np.random.default_rng(0)
+    data = rng.integers(0, 100, size=(5, 4, 4), dtype=np.int32)
+    np.save(tmp_path / "s.npy", data)
+    one = [L.stack(tmp_path / "s.npy", seed=i) for i in range(5)]
+    bulk = L.stack_bulk([{"path": str(tmp_path / "s.npy"), "seed": i} for i in range(5)])
+    for i, (a, b) in enumerate(zip(one, bulk, strict=True)):
+        assert a.costs.tolist() == b.costs.tolist() == data[i].tolist()
+        assert a.name == b.name == f"s_i{i}" and a.params == b.params and a.family == "lap_stack"
+        assert not isinstance(a.costs, np.memmap) and a.costs.flags.writeable
+    with pytest.raises(DatasetError, match="index 5 is outside the 5 matrices"):
+        L.stack(tmp_path / "s.npy", seed=5)
+    rect = rng.random((2, 3, 4))
+    np.save(tmp_path / "r.npy", rect)
+    assert L.stack(tmp_path / "r.npy", seed=1, pad=True).costs.shape == (4, 4)
+    with pytest.raises(DatasetError, match="pad=True"):
+        L.stack(tmp_path / "r.npy", seed=1)
+    np.save(tmp_path / "m.npy", data[2])  # one matrix: a stack of one
+    assert L.stack(tmp_path / "m.npy").costs.tolist() == data[2].tolist()
+
+
+def test_a_folder_of_single_matrix_files_is_a_stack(tmp_path):
+    for i in range(3):
+        np.save(tmp_path / f"m{i}.npy", np.full((2, 2), i, dtype=np.int64))
+    assert [int(L.stack(tmp_path, seed=i).costs[0, 0]) for i in range(3)] == [0, 1, 2]
+    with pytest.raises(DatasetError, match="outside the 3 files"):
+        L.stack(tmp_path, seed=3)
+
+
+def _npy_header(shape, descr="<i4"):
+    header = repr({"descr": descr, "fortran_order": False, "shape": shape}).encode()
+    header += b" " * (63 - (len(header) + 10) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header
+
+
+@pytest.mark.parametrize(
+    ("make", "fragment"),
+    [
+        (lambda p: np.save(p, np.arange(5, dtype=np.int32)), "has shape (5,)"),
+        (lambda p: np.save(p, np.zeros((2, 2, 2, 2))), "has shape (2, 2, 2, 2)"),
+        (lambda p: np.save(p, np.array([[[1, None]]], dtype=object), allow_pickle=True), "Python objects"),
+        (lambda p: np.save(p, np.ones((2, 2, 2), dtype=bool)), "dtype bool"),
+        (lambda p: np.save(p, np.ones((2, 2, 2), dtype=complex)), "dtype complex"),
+        (lambda p: p.write_bytes(_npy_header((2, 3, 3)) + b"\0" * 10), "truncated file or a bad header"),
+        (lambda p: p.write_bytes(_npy_header((10**9, 10**6, 10**6))), "truncated file or a bad header"),
+        (lambda p: p.write_bytes(b"not a numpy file at all"), "not a readable .npy file"),
+        (lambda p: p.write_bytes(b"\x93NUMPY\x01\x00" + (60000).to_bytes(2, "little") + b"{" * 60000),
+         "not a readable .npy file"),
+        (lambda p: np.save(p, np.array([[[1.0, np.nan], [0, 1]]])), "non-finite"),
+        (lambda p: np.save(p, np.array([[[1.0, np.inf], [0, 1]]])), "non-finite"),
+        (lambda p: np.save(p, np.zeros((0, 2, 2))), "empty shape"),
+    ],
+)  # fmt: skip
+def test_hostile_stack_files_are_refused_by_name(tmp_path, make, fragment):
+    path = tmp_path / "bad.npy"
+    make(path)
+    for read in (
+        lambda: L.stack(path, seed=0),
+        lambda: L.stack_bulk([{"path": str(path), "seed": 0}]),
+    ):
+        with pytest.raises(DatasetError) as info:
+            read()
+        assert fragment in str(info.value) and "bad" in str(info.value)
+
+
+def test_stack_never_unpickles(tmp_path, monkeypatch):
+    import pickle
+
+    np.save(tmp_path / "o.npy", np.array([[[object()]]], dtype=object), allow_pickle=True)
+    monkeypatch.setattr(pickle, "load", lambda *a, **k: pytest.fail("unpickled"))
+    monkeypatch.setattr(pickle, "loads", lambda *a, **k: pytest.fail("unpickled"))
+    with pytest.raises(DatasetError, match="Python objects"):
+        L.stack(tmp_path / "o.npy")
+
+
+def test_a_stack_matrix_over_the_input_limit_is_refused(tmp_path, monkeypatch):
+    np.save(tmp_path / "big.npy", np.zeros((2, 64, 64), dtype=np.int64))
+    monkeypatch.setenv("MATCHBENCH_MAX_INPUT_BYTES", "1000")
+    with pytest.raises(DatasetError, match="over the input limit"):
+        L.stack(tmp_path / "big.npy")
+
+
+def test_missing_stack_and_bad_index(tmp_path):
+    with pytest.raises(DatasetError, match="missing.npy"):
+        L.stack(tmp_path / "missing.npy")
+    np.save(tmp_path / "s.npy", np.zeros((1, 2, 2)))
+    with pytest.raises(DatasetError, match="must be an integer >= 0"):
+        L.stack(tmp_path / "s.npy", seed=-1)
+
+
+def test_stack_dataset_config(tmp_path):
+    from omegaconf import OmegaConf
+
+    from matchbench.datasets import expand, load
+
+    cfg = OmegaConf.load(L.__file__.rsplit("matchbench", 1)[0] + "conf/dataset/lap_stack.yaml")
+    assert OmegaConf.is_missing(cfg.many, "path") and OmegaConf.is_missing(cfg, "count")
+    data = np.arange(3 * 9, dtype=np.int32).reshape(3, 3, 3)
+    np.save(tmp_path / "s.npy", data)
+    cfg.many.path, cfg.count = str(tmp_path / "s.npy"), 3
+    specs = expand(OmegaConf.to_container(cfg))
+    assert [load(s).costs.tolist() for s in specs] == data.tolist()
+
+
+def test_stack_size_hint_is_one_matrix(tmp_path):
+    from matchbench.datasets import spec_size_hint
+    from matchbench.runner.execute import instance_size_hint
+
+    np.save(tmp_path / "s.npy", np.zeros((50, 6, 4), dtype=np.int64))
+    spec = {
+        "_target_": "matchbench.families.lap.datasets.stack",
+        "path": str(tmp_path / "s.npy"),
+        "seed": 3,
+    }
+    assert spec_size_hint(spec) == 6 * 4 * 8
+    assert spec_size_hint(dict(spec, pad=True)) == 6 * 6 * 8
+    assert (
+        instance_size_hint(dict(spec, rcp=False), tmp_path) == 6 * 4 * 8
+    )  # not the file's 50 matrices
+    (tmp_path / "bad.npy").write_bytes(b"nope")
+    assert spec_size_hint(dict(spec, path=str(tmp_path / "bad.npy"))) is None
