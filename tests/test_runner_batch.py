@@ -441,6 +441,30 @@ def test_gpu_batches_warm_their_instances_in_one_task_each(tmp_path):
     assert _warm_instances(client, units, 1, 0, io.StringIO()) == {}  # no CPU worker: no warming
 
 
+def test_gpu_batches_leave_bulk_made_instances_to_the_batch(tmp_path):
+    """A batch whose dataset function makes its instances in bulk (matchbench_bulk) makes
+    them itself and never reads the disk cache: nothing is generated into it first; alone
+    (unbatched), such an instance is still warmed."""
+    class Client:
+        def __init__(self):
+            self.calls = []
+
+        def submit(self, fn, specs, **kw):
+            self.calls.append([s for s, _ in specs])
+            return object()
+
+    lap = {"name": "lap_many4", "many": {"_target_": "matchbench.families.lap.datasets.uniform", "n": 8},
+           "count": 4, "seed": 1}
+    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.lap.refs.ScipyLSA"}, dataset=lap))
+    assert not plan.error_rows, plan.error_rows
+    plan.tasks[:] = [dataclasses.replace(t, device="gpu") for t in plan.tasks]
+    client = Client()
+    assert _warm_instances(client, [plan.tasks], 1, 1, io.StringIO()) == {}
+    assert client.calls == []
+    warm = _warm_instances(client, [plan.tasks[:1]], 1, 1, io.StringIO())
+    assert len(client.calls) == 1 and len(warm[0]) == 1
+
+
 def test_schema_batch_columns_and_old_files(tmp_path):
     import pyarrow as pa
 

@@ -759,8 +759,9 @@ def _warm_instances(
     (one, or a batch's). Returns ``{unit index: [future, ...]}``: a GPU task submitted
     with its instances' futures waits for them (and then reads the files). The instances
     one unit lacks are made by one generation task (not one per instance: a batch of
-    small instances would pay a round trip each). Only where the cluster has both GPU
-    and CPU workers.
+    small instances would pay a round trip each); a batch's instances that its dataset
+    function makes in bulk (``matchbench_bulk``) are left to the batch. Only where the
+    cluster has both GPU and CPU workers.
     """
     from matchbench.datasets import disk_cache_path
 
@@ -774,6 +775,10 @@ def _warm_instances(
         need: list[Any] = []
         missing: dict[str, tuple[str, dict[str, Any], Any]] = {}
         for t in unit:
+            # A batch makes these itself, in bulk, and never reads the cache: generating
+            # them into it first only makes the GPU task wait for a CPU worker.
+            if len(unit) > 1 and _bulk_made(t.instance_spec.get("_target_")):
+                continue
             path = disk_cache_path(t.instance_spec, t.data_dir)
             if path is None or (str(path) not in made and path.exists()):
                 continue
