@@ -405,27 +405,3 @@ def test_a_chunk_that_cannot_be_made_as_columns_is_solved_one_by_one(tmp_path, m
     assert len(rows) == 8 and sum(t.num_rows for t in tables) == 6  # 4 alone, 3 as columns
     every = rows + pa.concat_tables(tables).to_pylist()
     assert _content(every) == _content(execute_batch(batch)[0])
-
-
-def test_the_warm_up_plugin_does_not_block_the_worker(monkeypatch):
-    """WorkerPlugin.setup runs on the worker's event loop: the task process's warm-up
-    (imports, seconds) runs beside it, so setup returns while the warm-up still runs."""
-    import threading
-
-    from matchbench.runner import child
-    from matchbench.runner.execute import WarmTaskProcesses
-
-    started, release, done = threading.Event(), threading.Event(), threading.Event()
-
-    class Process:
-        def warm(self, modules, problems):
-            started.set()
-            release.wait(5)
-            done.set()
-
-    monkeypatch.setattr(child, "task_process", lambda: Process())
-    WarmTaskProcesses(["json"], ["lap"]).setup(worker=None)
-    assert started.wait(5)
-    assert not done.is_set()  # setup returned while the warm-up was still waiting
-    release.set()
-    assert done.wait(5)

@@ -113,19 +113,12 @@ class WarmTaskProcesses(WorkerPlugin):
         self.problems = sorted(set(problems))
 
     def setup(self, worker) -> None:
-        # Off the worker's event loop: the imports take seconds, and a blocked loop misses
-        # heartbeats. The task process's lock makes a first task that comes sooner wait.
-        import threading
-
         from matchbench.runner.child import task_process
 
-        def warm() -> None:
-            try:
-                task_process().warm(self.modules, self.problems)
-            except Exception:  # noqa: BLE001 - the first task starts it again and says why
-                pass
-
-        threading.Thread(target=warm, name="matchbench-warm", daemon=True).start()
+        try:
+            task_process().warm(self.modules, self.problems)
+        except Exception:  # noqa: BLE001 - the first task starts it again and says why
+            pass
 
 
 def _warm_in_background(client, tasks) -> Any:
