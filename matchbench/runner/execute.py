@@ -90,6 +90,9 @@ class PrecompileKernels(WorkerPlugin):
         self.families = sorted(set(families))
 
     def setup(self, worker) -> None:
+        # On the worker's event loop, not in a thread of its own: the task process is
+        # started with PR_SET_PDEATHSIG, which kills it when the thread that started it
+        # ends, so a short-lived thread here would kill it under the first task.
         from matchbench.runner.child import task_process
 
         if self.families:
@@ -113,6 +116,9 @@ class WarmTaskProcesses(WorkerPlugin):
         self.problems = sorted(set(problems))
 
     def setup(self, worker) -> None:
+        # On the worker's event loop, not in a thread of its own: the task process is
+        # started with PR_SET_PDEATHSIG, which kills it when the thread that started it
+        # ends, so a short-lived thread here would kill it under the first task.
         from matchbench.runner.child import task_process
 
         try:
