@@ -24,6 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from matchbench.core.answers import TextAnswer as _Text
+from matchbench.core.answers import check_range as _check_range
+from matchbench.core.answers import first_repeat as _first_repeat
 from matchbench.core.errors import AnswerError
 from matchbench.families.smarriage.problem import Preferences, SMatching
 
@@ -34,141 +37,6 @@ _CHUNK_PEOPLE = 1 << 14
 
 # ---------------------------------------------------------------------------------------
 # Text answers: tokens, their lines, integers
-
-#: What ``bytes.split()`` splits on (ASCII whitespace).
-_WS = np.zeros(256, dtype=bool)
-_WS[list(b" \t\n\r\x0b\x0c")] = True
-#: The characters of a decimal integer token.
-_INT_CHARS = b"0123456789+-"
-
-
-def _shown(token: bytes, limit: int = 40) -> str:
-    text = token.decode("utf-8", "replace")
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-class _Text:
-    """The whitespace-separated tokens of a text answer, blank and comment lines dropped.
-
-    ``tokens[k]`` is on line ``line(k)`` (1-based, of the output as it is).
-    """
-
-    def __init__(self, data: bytes, source: str) -> None:
-        if not isinstance(data, bytes | bytearray | memoryview):
-            raise AnswerError(f"{source}: expected bytes, got {type(data).__name__}")
-        self.data = bytes(data)
-        self.source = source
-        self.tokens = self.data.split()
-        self._lines: np.ndarray | None = None
-        if b"#" in self.data or b"%" in self.data:
-            lines, starts = self._token_lines()
-            if lines.size:
-                first = np.ones(lines.shape[0], dtype=bool)
-                first[1:] = lines[1:] != lines[:-1]
-                lead = np.frombuffer(self.data, dtype=np.uint8)[starts]
-                comment = first & ((lead == ord("#")) | (lead == ord("%")))
-                keep = ~comment[first][np.cumsum(first) - 1]
-                if not keep.all():
-                    self.tokens = list(itertools.compress(self.tokens, keep.tolist()))
-                    lines = lines[keep]
-            self._lines = lines
-
-    def _token_lines(self) -> tuple[np.ndarray, np.ndarray]:
-        """(1-based line, byte offset) of every token of ``data.split()``."""
-        b = np.frombuffer(self.data, dtype=np.uint8)
-        ws = _WS[b]
-        start = ~ws
-        start[1:] &= ws[:-1]
-        starts = np.flatnonzero(start)
-        newlines = np.flatnonzero(b == ord("\n"))
-        return np.searchsorted(newlines, starts) + 1, starts
-
-    @property
-    def lines(self) -> np.ndarray:
-        """The 1-based line of every kept token."""
-        if self._lines is None:
-            self._lines = self._token_lines()[0]
-        return self._lines
-
-    def line(self, k: int) -> int:
-        return int(self.lines[k])
-
-    def fail(self, msg: str, k: int | None = None) -> AnswerError:
-        """An error naming the source and, for token ``k``, its line."""
-        where = self.source if k is None else f"{self.source}, line {self.line(k)}"
-        return AnswerError(f"{where}: {msg}")
-
-    def empty(self, expected: str) -> AnswerError:
-        what = "empty" if not self.data.strip() else "only comments and blank lines"
-        return AnswerError(f"{self.source}: {what}; expected {expected}")
-
-    def ints(self) -> np.ndarray:
-        """Every token as int64; a token that is not a decimal int64 is an error."""
-        tokens = self.tokens
-        if not tokens:
-            return np.zeros(0, dtype=np.int64)
-        if not b"".join(tokens).translate(None, _INT_CHARS):
-            try:
-                return np.array(tokens, dtype=np.int64)
-            except (ValueError, OverflowError):
-                pass
-        for k, t in enumerate(tokens):  # the error path: find the first bad token
-            if t.translate(None, _INT_CHARS):
-                raise self.fail(f"{_shown(t)!r} is not an integer", k)
-            try:
-                v = int(t)
-            except ValueError:
-                raise self.fail(f"{_shown(t)!r} is not an integer", k) from None
-            if not -(2**63) <= v < 2**63:
-                raise self.fail(f"{_shown(t)!r} is out of the int64 range", k)
-        raise AssertionError("unreachable: every token converts")
-
-    def table(self, width: int, what: str) -> tuple[np.ndarray, np.ndarray]:
-        """``(values, lines)``: every kept line as ``width`` integers, ``(m, width)``.
-
-        A line of another length is an error saying it is not ``what``.
-        """
-        lines = self.lines
-        if lines.size:
-            first = np.flatnonzero(np.r_[True, lines[1:] != lines[:-1]])
-            lengths = np.diff(np.r_[first, lines.shape[0]])
-            bad = np.flatnonzero(lengths != width)
-            if bad.size:
-                k = int(first[bad[0]])
-                text = b" ".join(self.tokens[k : k + int(lengths[bad[0]])])
-                raise self.fail(f"{_shown(text, 60)!r} is not {what}", k)
-        values = self.ints().reshape(-1, width)
-        return values, lines[::width]
-
-
-def _check_range(
-    text: _Text, values: np.ndarray, lo: int, hi: int, label: Callable[[int], str], offset: int = 0,
-    stride: int = 1,
-) -> None:
-    """Raise for the first ``values[k]`` outside ``[lo, hi)``; ``label(k)`` names it.
-
-    ``values[k]`` is token ``offset + stride * k`` of ``text`` (for its line).
-    """
-    bad = (values < lo) | (values >= hi)
-    if bad.any():
-        k = int(np.flatnonzero(bad)[0])
-        raise text.fail(
-            f"{label(k)} {int(values[k])} is outside [{lo}, {hi})", offset + stride * k
-        )
-
-
-def _first_repeat(values: np.ndarray) -> tuple[int, int] | None:
-    """``(first, second)`` positions of the earliest repeated value (by its second
-    occurrence), or None."""
-    if values.shape[0] < 2:
-        return None
-    order = np.argsort(values, kind="stable")
-    dup = values[order[1:]] == values[order[:-1]]
-    if not dup.any():
-        return None
-    second = order[1:][dup]
-    k = int(np.argmin(second))
-    return int(order[:-1][dup][k]), int(second[k])
 
 
 # ---------------------------------------------------------------------------------------

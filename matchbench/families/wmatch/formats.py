@@ -35,6 +35,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from matchbench.core.answers import Tokens as _Tokens
+from matchbench.core.answers import one_line as _one_line
 from matchbench.core.errors import AnswerError
 from matchbench.families.wmatch.problem import WeightedGraph, WMatching
 from matchbench.graphs import mtx
@@ -43,120 +45,10 @@ __all__ = ["BATCH_READERS", "BATCH_WRITERS", "READERS", "WRITERS"]
 
 #: Edges per chunk when writing text (bounds the memory of the formatted lines).
 _CHUNK = 1 << 20
-#: Characters of an offending token quoted in a message.
-_SHOW = 40
-_SPACE = np.zeros(256, dtype=np.bool_)
-_SPACE[list(b" \t\n\r\x0b\x0c")] = True  # what bytes.split() splits on
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 # ---------------------------------------------------------------------------------------
 # Reading text (the same helpers in every family's formats module: families share no code)
-
-
-def _one_line(text: str) -> str:
-    """``text`` on one line (an instance name in a file's comment)."""
-    return " ".join(str(text).split())
-
-
-def _show(token: bytes) -> str:
-    text = token[:_SHOW].decode("utf-8", "replace")
-    return repr(text + ("..." if len(token) > _SHOW else ""))
-
-
-class _Tokens:
-    """The tokens of a program's text output, comment lines left out, and their lines.
-
-    ``tokens`` is the list of ``bytes`` tokens; :meth:`line` the 1-based line of one,
-    :attr:`lines` of all (computed on first use: the free-layout readers need it only to
-    name a defect).
-    """
-
-    def __init__(self, data: Any, source: str) -> None:
-        if isinstance(data, bytearray | memoryview):
-            data = bytes(data)
-        if not isinstance(data, bytes):
-            raise AnswerError(f"{source}: expected bytes, got {type(data).__name__}")
-        self.data, self.source = data, source
-        nul = data.find(b"\0")
-        if nul >= 0:
-            line = data.count(b"\n", 0, nul) + 1
-            raise AnswerError(f"{source}: line {line}: a NUL byte: binary data, not a text answer")
-        self.tokens: list[bytes] = data.split()
-        self._lines: np.ndarray | None = None
-        if b"#" in data or b"%" in data:
-            self._drop_comments()
-
-    def _token_lines(self) -> tuple[np.ndarray, np.ndarray]:
-        """Start offset and 1-based line of every token of ``data.split()``."""
-        buf = np.frombuffer(self.data, dtype=np.uint8)
-        space = _SPACE[buf]
-        start = ~space
-        start[1:] &= space[:-1]
-        starts = np.flatnonzero(start)
-        del space, start
-        newlines = np.flatnonzero(buf == 10)
-        return starts, np.searchsorted(newlines, starts) + 1
-
-    def _drop_comments(self) -> None:
-        starts, lines = self._token_lines()
-        buf = np.frombuffer(self.data, dtype=np.uint8)
-        first = np.ones(lines.shape[0], dtype=np.bool_)
-        first[1:] = lines[1:] != lines[:-1]
-        lead = buf[starts]
-        marked = first & ((lead == ord("#")) | (lead == ord("%")))
-        if marked.any():
-            comment = np.zeros(int(lines[-1]) + 1, dtype=np.bool_)
-            comment[lines[marked]] = True
-            keep = ~comment[lines]
-            self.tokens = [t for t, k in zip(self.tokens, keep.tolist(), strict=True) if k]
-            lines = lines[keep]
-        self._lines = lines
-
-    @property
-    def lines(self) -> np.ndarray:
-        if self._lines is None:
-            self._lines = self._token_lines()[1]
-        return self._lines
-
-    def line(self, k: int) -> int:
-        return int(self.lines[k])
-
-    def fail(self, k: int, msg: str) -> AnswerError:
-        """An error about token ``k`` (its line named)."""
-        return AnswerError(f"{self.source}: line {self.line(k)}: {msg}")
-
-    def ints(self, what: str) -> np.ndarray:
-        """Every token as int64; an AnswerError names the first that is not one."""
-        tokens = self.tokens
-        try:
-            return np.fromiter(map(int, tokens), dtype=np.int64, count=len(tokens))
-        except (ValueError, OverflowError):
-            pass
-        for k, t in enumerate(tokens):
-            try:
-                x = int(t)
-            except ValueError:
-                raise self.fail(k, f"{_show(t)} is not an integer ({what})") from None
-            if not _INT64[0] <= x <= _INT64[1]:
-                raise self.fail(k, f"{_show(t)} is out of the int64 range ({what})")
-        raise AnswerError(f"{self.source}: cannot read the {what} as integers")
-
-    def rows(self, width: int, what: str) -> np.ndarray:
-        """The tokens as an int64 array of ``width`` columns, one row per line.
-
-        An AnswerError names the first line that holds another number of fields.
-        """
-        lines = self.lines
-        if lines.shape[0]:
-            begin = np.flatnonzero(np.diff(lines, prepend=-1))
-            counts = np.diff(begin, append=lines.shape[0])
-            bad = np.flatnonzero(counts != width)
-            if bad.size:
-                k = int(begin[bad[0]])
-                c = int(counts[bad[0]])
-                raise self.fail(k, f"{c} field{'s' if c != 1 else ''}, expected {width} ({what})")
-        return self.ints(what).reshape(-1, width)
 
 
 # ---------------------------------------------------------------------------------------
