@@ -275,6 +275,20 @@ def _schedule(task: Task, solver: Any) -> list[tuple[int, bool]]:
     return schedule
 
 
+def _timed_call(solver: Any, ready: _Ready, gpu: bool) -> tuple[Any, tuple[float, float, float, float]]:
+    """One repetition: ``prepare``, ``run``, ``result``; the answer and the host clock
+    before, between and after them (the device synchronized before each reading)."""
+    t0 = time.perf_counter()
+    solver.prepare(ready.instance, ready.init)
+    _sync(gpu)
+    t1 = time.perf_counter()
+    solver.run()
+    _sync(gpu)
+    t2 = time.perf_counter()
+    solution = solver.result()
+    return solution, (t0, t1, t2, time.perf_counter())
+
+
 def _sync(gpu: bool) -> None:
     if gpu:
         import cupy
@@ -400,15 +414,7 @@ def _repetitions(ready: _Ready, out: Callable[[Row], None], started: Callable[[i
                 pool.free_all_blocks()
             if started is not None:
                 started(rep)
-            t0 = time.perf_counter()
-            solver.prepare(ready.instance, ready.init)
-            _sync(gpu)
-            t1 = time.perf_counter()
-            solver.run()
-            _sync(gpu)
-            t2 = time.perf_counter()
-            solution = solver.result()
-            t3 = time.perf_counter()
+            solution, (t0, t1, t2, t3) = _timed_call(solver, ready, gpu)
         except Exception as exc:
             out(error_row(row, exc, stage=f"repetition {rep}") | {"repetition": rep})
             if classify(exc) == "oom":
@@ -898,15 +904,7 @@ def _solve_alone(ready: _Ready, out: Callable[[Row], None]) -> list[tuple[Row, A
                 instrumented = instr
             if gpu:
                 pool.free_all_blocks()
-            t0 = time.perf_counter()
-            solver.prepare(ready.instance, ready.init)
-            _sync(gpu)
-            t1 = time.perf_counter()
-            solver.run()
-            _sync(gpu)
-            t2 = time.perf_counter()
-            solution = solver.result()
-            t3 = time.perf_counter()
+            solution, (t0, t1, t2, t3) = _timed_call(solver, ready, gpu)
         except Exception as exc:
             out(error_row({**ready.base, **row}, exc, stage=f"repetition {rep}") | {"repetition": rep})
             if classify(exc) == "oom":
