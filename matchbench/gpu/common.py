@@ -6,6 +6,7 @@ itself imports on machines without a GPU.
 
 from __future__ import annotations
 
+import functools
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -203,11 +204,21 @@ def device_memory_skip(need_bytes) -> tuple[bool, str | None]:
 
 
 def device_info() -> dict[str, Any]:
-    """GPU model, driver and runtime versions of the current device (provenance columns)."""
+    """GPU model, driver and runtime versions of the current device (provenance columns).
+
+    Read once per device and process (:func:`_device_info`): ``cudaGetDeviceProperties``
+    costs about a millisecond, and a batch's rows ask per instance.
+    """
     import cupy as cp
 
-    dev = cp.cuda.Device()
-    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    return dict(_device_info(cp.cuda.Device().id))
+
+
+@functools.cache
+def _device_info(device_id: int) -> dict[str, Any]:
+    import cupy as cp
+
+    props = cp.cuda.runtime.getDeviceProperties(device_id)
     name = props["name"]
     return {
         "gpu_model": name.decode() if isinstance(name, bytes) else str(name),
@@ -216,3 +227,19 @@ def device_info() -> dict[str, Any]:
         "cuda_runtime_version": cp.cuda.runtime.runtimeGetVersion(),
         "cupy_version": cp.__version__,
     }
+
+
+def device_attributes(device_id: int | None = None) -> dict[str, int]:
+    """``cupy.cuda.Device(device_id).attributes`` (default: the current device), read once
+    per device and process: the property reads every attribute (over a hundred driver
+    calls) each time, and solvers ask per instance (a shared-memory limit, the SM count)."""
+    import cupy as cp
+
+    return _device_attributes(cp.cuda.Device().id if device_id is None else int(device_id))
+
+
+@functools.cache
+def _device_attributes(device_id: int) -> dict[str, int]:
+    import cupy as cp
+
+    return dict(cp.cuda.Device(device_id).attributes)

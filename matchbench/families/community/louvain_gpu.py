@@ -396,9 +396,9 @@ def _module_kernels() -> dict[str, Any]:
 
 
 def _sm_count() -> int:
-    import cupy as cp
+    from matchbench.gpu.common import device_attributes
 
-    return int(cp.cuda.Device().attributes["MultiProcessorCount"])
+    return int(device_attributes()["MultiProcessorCount"])
 
 
 @dataclass

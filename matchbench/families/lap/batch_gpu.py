@@ -682,7 +682,7 @@ def solve_stack(
 
 def _smem_limit() -> int:
     """The dynamic shared memory a block of the current device may opt in to."""
-    import cupy as cp
+    from matchbench.gpu.common import device_attributes
 
-    attrs = cp.cuda.Device().attributes
+    attrs = device_attributes()
     return int(attrs.get("MaxSharedMemoryPerBlockOptin", SMEM_DEFAULT_LIMIT))

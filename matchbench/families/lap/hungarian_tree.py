@@ -32,6 +32,7 @@ from matchbench.families.lap.hungarian_driver import (
     grid_1d,
 )
 from matchbench.families.lap.problem import Assignment, CostMatrix
+from matchbench.gpu.common import device_attributes
 
 #: HUNG_E_* codes of the persistent kernel (ctrl[CTRL_ERR]).
 PERSISTENT_ERRORS = {
@@ -232,7 +233,7 @@ class CuTree(HungarianGPU):
         from cupy.cuda import driver
 
         dev = cp.cuda.Device(root.device_id)
-        attrs = dev.attributes
+        attrs = device_attributes(dev.id)
         if not attrs.get("CooperativeLaunch", 0):
             raise RuntimeError(f"{self.name}: persistent: true needs cooperative launch support")
         sms = int(attrs["MultiProcessorCount"])

@@ -27,6 +27,7 @@ from matchbench.core.params import (
     renamed,
 )
 from matchbench.core.solver import BaseSolver
+from matchbench.gpu.common import device_attributes
 
 #: BFS start level L0 (Deveci et al. 2013, Alg. 1 line 3). 2 keeps every BFS level and the
 #: "unvisited" value L0 - 1 positive, which the APsB-GPUBFS-WR refinement needs.
@@ -373,7 +374,7 @@ class _AugmentingPathsGPU(BaseSolver):
             flags = cp.zeros(_NFLAGS, dtype=np.int64)
         pinned = cp.cuda.alloc_pinned_memory(_NFLAGS * 8)
         flags_host = np.frombuffer(pinned, dtype=np.int64, count=_NFLAGS)
-        max_grid = int(cp.cuda.Device().attributes["MaxGridDimX"])
+        max_grid = int(device_attributes()["MaxGridDimX"])
         st = _DeviceState(
             instance=instance,
             device_id=cp.cuda.Device().id,

@@ -542,9 +542,9 @@ def apfb_reference(
 
 def smem_limit() -> int:
     """The dynamic shared memory a block of the current device may opt in to."""
-    import cupy as cp
+    from matchbench.gpu.common import device_attributes
 
-    attrs = cp.cuda.Device().attributes
+    attrs = device_attributes()
     return int(attrs.get("MaxSharedMemoryPerBlockOptin", SMEM_DEFAULT_LIMIT))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from matchbench.families.mcm.gpr_loop import CTL_GUARD, CTL_SIZE, RING_SIZE
+from matchbench.gpu.common import device_attributes
 
 #: Slots of the persistent kernel's control block (int64); GPR_P_* in kernels/mcm/gpr.cu.
 P_ABORT = 1
@@ -230,7 +231,7 @@ def build_state(instance: Any, params: dict[str, Any], name: str) -> DeviceState
         mem = cp.cuda.alloc_pinned_memory((RING_SIZE + 1) * 4)
         pinned.append(np.frombuffer(mem, dtype=np.int32, count=RING_SIZE + 1))
     dev = cp.cuda.Device()
-    sms = int(dev.attributes["MultiProcessorCount"])
+    sms = int(device_attributes(dev.id)["MultiProcessorCount"])
     threads = params["threads_per_block"]
     # Two waves of full occupancy; grid-stride loops cover larger inputs.
     max_blocks = max(1, sms * max(1, 2048 // threads) * 2)
@@ -263,7 +264,7 @@ def persistent_grid(kern: Any, dev: Any, sms: int, params: dict[str, Any], name:
     """
     from cupy.cuda import driver
 
-    if not dev.attributes.get("CooperativeLaunch", 0):
+    if not device_attributes(dev.id).get("CooperativeLaunch", 0):
         raise RuntimeError(
             f"{name}: persistent: true needs cooperative launch support; "
             "set persistent: false"

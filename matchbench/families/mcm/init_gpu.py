@@ -26,6 +26,7 @@ from matchbench.core.params import (
     renamed,
 )
 from matchbench.core.solver import BaseInitializer
+from matchbench.gpu.common import device_attributes
 
 RULES = ("ks", "greedy")
 #: Slots of the initializer's counter array (``kernels/mcm/mcm_init.cu``).
@@ -144,7 +145,7 @@ class CheapGPU(BaseInitializer):
         self._deferred = cp.empty(max(int(n_cols), 1), dtype=dtype)
         self._want = cp.empty(max(int(n_cols), 1), dtype=dtype)
         self._prop = cp.empty(max(int(n_rows), 1), dtype=dtype)
-        sms = int(dev.attributes["MultiProcessorCount"])
+        sms = int(device_attributes(dev.id)["MultiProcessorCount"])
         self._long_grid = sms * max(1, 2048 // self.params["threads_per_block"])
         self._key = key
         # Load every kernel once (launches with nothing to do), so no timed run loads one.
