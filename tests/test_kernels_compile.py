@@ -105,3 +105,35 @@ def test_kernel_dir_is_restored(broken_kernel_dir):
     kernels.kernel_dir.cache_clear()
     assert (kernels.kernel_dir() / "mcm" / "apfb.cu").is_file()
     os.environ["MATCHBENCH_KERNEL_DIR"] = str(broken_kernel_dir)
+
+
+def test_sources_are_listed_once_and_read_again_only_when_changed(tmp_path, monkeypatch):
+    # A batch asks for its kernels per instance: a call stats the file instead of listing
+    # the folder and hashing the source, yet an edit or a new module is still seen.
+    import os
+
+    (tmp_path / "common.cuh").write_text("// common\n")
+    (tmp_path / "fam").mkdir()
+    one = tmp_path / "fam" / "onefam.cu"
+    one.write_text("// one\n")
+    monkeypatch.setenv("MATCHBENCH_KERNEL_DIR", str(tmp_path))
+    kernels.kernel_dir.cache_clear()
+    try:
+        assert kernels._read_source("onefam") == "// one\n"
+        calls = []
+        monkeypatch.setattr(type(one), "read_text", lambda self, *a, **k: calls.append(self) or "x")
+        assert kernels._read_source("onefam") == "// one\n" and calls == []  # unchanged: not read
+        monkeypatch.undo()
+        monkeypatch.setenv("MATCHBENCH_KERNEL_DIR", str(tmp_path))
+        one.write_text("// one, edited\n")
+        st = one.stat()
+        os.utime(one, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        assert kernels._read_source("onefam") == "// one, edited\n"
+        (tmp_path / "fam" / "twofam.cu").write_text("// two\n")  # added in a live session
+        assert kernels.source_path("twofam").name == "twofam.cu"
+        with pytest.raises(FileNotFoundError, match="no kernel module 'nofam'"):
+            kernels.source_path("nofam")
+    finally:
+        monkeypatch.delenv("MATCHBENCH_KERNEL_DIR", raising=False)
+        kernels.kernel_dir.cache_clear()
+        kernels._texts.clear()

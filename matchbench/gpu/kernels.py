@@ -46,8 +46,14 @@ def kernel_dir() -> Path:
 
 
 def _sources() -> dict[str, Path]:
-    """``{module: kernels/<family>/<module>.cu}`` for every kernel module."""
-    return {p.stem: p for p in sorted(kernel_dir().glob("*/*.cu"))}
+    """``{module: kernels/<family>/<module>.cu}`` for every kernel module (listed once per
+    process: a batch asks per instance; a module not found lists the folder again)."""
+    return _listing(kernel_dir())
+
+
+@cache
+def _listing(root: Path) -> dict[str, Path]:
+    return {p.stem: p for p in sorted(root.glob("*/*.cu"))}
 
 
 def families() -> list[str]:
@@ -59,14 +65,34 @@ def source_path(family: str) -> Path:
     """``kernels/<problem family>/<family>.cu`` of the kernel module ``family``."""
     path = _sources().get(family)
     if path is None:
+        _listing.cache_clear()  # a module added in a live session
+        path = _sources().get(family)
+    if path is None:
         raise FileNotFoundError(
             f"no kernel module {family!r} in {kernel_dir()}/*/ (known: {', '.join(families())})"
         )
     return path
 
 
+#: family -> (the source file's (mtime_ns, size), its text, the text's sha1)
+_texts: dict[str, tuple[tuple[int, int], str, str]] = {}
+
+
 def _read_source(family: str) -> str:
-    return source_path(family).read_text()
+    return _source_and_hash(family)[0]
+
+
+def _source_and_hash(family: str) -> tuple[str, str]:
+    """A module's source and its sha1, read again only when its file's mtime or size
+    changed (one ``stat`` per call, not a read and a hash)."""
+    path = source_path(family)
+    st = path.stat()
+    stamp = (st.st_mtime_ns, st.st_size)
+    held = _texts.get(family)
+    if held is None or held[0] != stamp:
+        src = path.read_text()
+        held = _texts[family] = (stamp, src, hashlib.sha1(src.encode()).hexdigest())
+    return held[1], held[2]
 
 
 def _options(options: tuple[str, ...]) -> tuple[str, ...]:
@@ -101,13 +127,14 @@ def get_module(family: str, options: tuple[str, ...] = ()) -> Any:
     """The compiled ``cupy.RawModule`` of a family on the current device (cached).
 
     The cache key includes the source's hash, so editing a ``.cu`` file in a live
-    session recompiles it.
+    session recompiles it; the file is read again only when its mtime or size changed,
+    so a call on a compiled module costs a ``stat`` (a batch asks per instance).
     """
     import cupy
 
-    src = _read_source(family)
+    src, digest = _source_and_hash(family)
     dev = cupy.cuda.Device().id
-    key = (family, dev, tuple(options), hashlib.sha1(src.encode()).hexdigest())
+    key = (family, dev, tuple(options), digest)
     mod = _modules.get(key)
     if mod is not None:
         return mod

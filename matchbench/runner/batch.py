@@ -60,7 +60,7 @@ if TYPE_CHECKING:
 BATCHES_PER_WORKER = 4
 
 #: Task fields that differ between the instances of one batch; everything else is equal.
-_PER_INSTANCE = frozenset({"task_id", "instance_spec", "provenance"})
+_PER_INSTANCE = frozenset({"task_id", "instance_spec", "instance_key", "provenance"})
 
 
 @dataclass(frozen=True)

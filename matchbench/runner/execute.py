@@ -300,7 +300,7 @@ def _settings_changed(run_dir: Path, tasks: Any, planned: list[Task]) -> int:
     from matchbench.results.store import read_results
 
     def ident(t: Task) -> tuple[str, str, str, str]:
-        return (t.algorithm, t.variant or "", t.init or "", instance_key(t.instance_spec))
+        return (t.algorithm, t.variant or "", t.init or "", t.instance_key or instance_key(t.instance_spec))
 
     several = Counter(ident(t) for t in {t.task_id: t for t in planned}.values())
 
@@ -712,7 +712,7 @@ def instance_keys(tasks: Mapping[str, Task]) -> dict[str, str]:
     """Task id -> :func:`~matchbench.datasets.instance_key` of its instance."""
     from matchbench.datasets import instance_key
 
-    return {tid: instance_key(t.instance_spec) for tid, t in tasks.items()}
+    return {tid: t.instance_key or instance_key(t.instance_spec) for tid, t in tasks.items()}
 
 
 def size_hints(tasks: Mapping[str, Task], keys: Mapping[str, str] | None = None) -> dict[str, float]:

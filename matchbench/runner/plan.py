@@ -95,6 +95,10 @@ class Task:
     #: the task process's memory limit (``run.task_memory_limit``): bytes, "auto" (a
     #: share of its worker's memory limit, see :mod:`matchbench.runner.child`) or None
     memory_limit: int | str | None = "auto"
+    #: :func:`~matchbench.datasets.instance_key` of ``instance_spec`` (the
+    #: ``instance_key`` column), computed once at plan time; None (a task of an earlier
+    #: version): computed where needed
+    instance_key: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The task as a plain dict of JSON data (:func:`dataclasses.asdict`)."""
@@ -257,7 +261,7 @@ def build_plan(
     job was composed from (``+experiment=NAME``), recorded in every row.
     """
     from matchbench.core.legacy import upgrade_target
-    from matchbench.datasets import expand, spec_label, spec_problem
+    from matchbench.datasets import expand, instance_key, spec_label, spec_problem
     from matchbench.runner.task import error_row
 
     overrides = list(overrides or [])
@@ -338,6 +342,10 @@ def build_plan(
         if keyed_init is not None:
             keyed["init"] = keyed_init
         tid = task_id(algorithm, spec, keyed)
+        try:
+            ikey = instance_key(spec)
+        except Exception:  # a spec that is no plain data: its load gives the error row
+            ikey = None
         plan.tasks.append(
             Task(
                 task_id=tid,
@@ -354,6 +362,7 @@ def build_plan(
                 memory_limit=run.get("task_memory_limit", "auto"),
                 time_limit_s=run_opts.get("time_limit_s"),
                 isolate=bool(run.get("isolate", True)),
+                instance_key=ikey,
             )
         )
     return plan

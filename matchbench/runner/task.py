@@ -104,11 +104,12 @@ def task_base(task: Task) -> Row:
     }
 
 
-def _instance_columns(instance: Any, spec: dict[str, Any]) -> Row:
+def _instance_columns(instance: Any, spec: dict[str, Any], key: str | None = None) -> Row:
+    """The instance's columns; ``key``: its ``instance_key`` where the plan computed it."""
     from matchbench.datasets import instance_key
 
     cols = dict(instance.describe())
-    cols["instance_key"] = instance_key(spec)
+    cols["instance_key"] = key or instance_key(spec)
     cols["instance_params"] = to_json(getattr(instance, "params", spec))
     cols["rcp"] = bool(getattr(instance, "params", {}).get("rcp", spec.get("rcp", False)))
     nbytes = getattr(instance, "nbytes", None)
@@ -194,7 +195,7 @@ def _prepare(
         else:
             instance = load(task.instance_spec, data_dir=task.data_dir)
             base["t_load_s"] = time.perf_counter() - t0
-        base.update(_instance_columns(instance, task.instance_spec))
+        base.update(_instance_columns(instance, task.instance_spec, task.instance_key))
     except Exception as exc:
         out(error_row(base, exc, stage="load"))
         return None

@@ -43,6 +43,35 @@ def test_bulk_generation_is_bit_identical_to_one_by_one(fn, bulk, kwargs):
         assert a.costs.flags.c_contiguous
 
 
+@pytest.mark.parametrize(("fn", "bulk"), [(L.uniform, L.uniform_bulk), (L.uniform_float, L.uniform_float_bulk)])
+def test_bulk_generation_in_threads_is_bit_identical(monkeypatch, fn, bulk):
+    # Large groups are drawn by several threads, each instance from its own default_rng.
+    monkeypatch.setattr(L, "BULK_THREAD_BYTES", 0)
+    monkeypatch.setattr(L, "bulk_threads", lambda: 3)
+    kws = [{"n": 8, "seed": s} for s in range(1, 12)]
+    made = bulk(kws)
+    for kw, a in zip(kws, made, strict=True):
+        assert a.costs.tobytes() == fn(**kw).costs.tobytes() and a.name == fn(**kw).name
+
+
+def test_bulk_instances_stack_back_without_a_copy():
+    from matchbench.families.lap.batch_gpu import Group, pack_group
+    from matchbench.families.lap.problem import stacked
+
+    made = L.uniform_bulk([{"n": 5, "seed": s} for s in range(1, 7)])
+    costs = [m.costs for m in made]
+    view = stacked(costs[1:5])
+    assert np.shares_memory(view, costs[1]) and view.shape == (4, 5, 5)
+    assert np.array_equal(view, np.stack(costs[1:5]))
+    # not consecutive, other shapes, lone arrays: a copy, the same values
+    for arrays in (costs[::2], [costs[0], costs[0]], [np.ones((5, 5)), np.zeros((5, 5))]):
+        got = stacked(arrays)
+        assert np.array_equal(got, np.stack(arrays)) and not np.shares_memory(got, arrays[0])
+    group = Group(dtype=costs[0].dtype, threads_per_block=32, smem_costs=False, members=[2, 3, 4], ns=[5] * 3)
+    flat, meta = pack_group(costs, group)
+    assert np.shares_memory(flat, costs[2]) and np.array_equal(flat, np.concatenate([c.ravel() for c in costs[2:5]]))
+
+
 def test_bulk_generation_of_mixed_arguments_keeps_the_order():
     kws = [
         {"n": 4, "seed": 1},
@@ -114,10 +143,27 @@ def _mutations(inst, good):
     return out
 
 
-@pytest.fixture
-def certificate():
-    """verify_batch's certificate: the family's stack certificate (certify_stack)."""
-    return "certify_stack"
+@pytest.fixture(params=["host", pytest.param("gpu", marks=pytest.mark.gpu)])
+def certificate(request, monkeypatch):
+    """Where verify_batch runs the family's stack certificate (certify_stack): on the
+    host, or on the GPU for every stack (its threshold lowered to 0 bytes)."""
+    from matchbench.families.lap import bulk, problem
+
+    seen: list[str] = []
+    real = bulk.certify_stack
+
+    def spy(costs, *args, **kw):
+        seen.append(type(costs).__module__.split(".")[0])
+        return real(costs, *args, **kw)
+
+    monkeypatch.setattr(bulk, "certify_stack", spy)
+    if request.param == "host":
+        monkeypatch.setattr(problem, "_certify_on_gpu", lambda: False)
+    else:
+        monkeypatch.setattr(problem, "GPU_CERTIFY_BYTES", 0)
+    yield request.param
+    if seen:  # the stacks went where asked (no silent fall-back to the host)
+        assert set(seen) == {"numpy" if request.param == "host" else "cupy"}, seen
 
 
 @pytest.mark.parametrize("solver_cls", [ScipyLSA, HungarianTree])

@@ -55,7 +55,7 @@ import numpy as np
 
 from matchbench.core.params import MISSING, block_size, integer, renamed
 from matchbench.core.solver import BaseSolver
-from matchbench.families.lap.problem import Assignment, CostMatrix, dual_dtype
+from matchbench.families.lap.problem import Assignment, CostMatrix, dual_dtype, stacked
 
 #: Kernel name suffix per cost dtype (``lap_batch_sap[_smem]_<suffix>``).
 DTYPE_SUFFIX = {
@@ -225,11 +225,15 @@ def pack_group(costs: list[np.ndarray], group: Group) -> tuple[np.ndarray, np.nd
     """The group's matrices back to back, and its ``meta`` rows (:func:`group_meta`)."""
     ns = np.asarray(group.ns, dtype=np.int64)
     meta = group_meta(group)
-    flat = np.empty(int((ns * ns).sum()), dtype=group.dtype)
     for q, k in enumerate(group.members):
         a = costs[k]
         if a.shape != (group.ns[q], group.ns[q]) or a.dtype != group.dtype:
             raise ValueError(f"instance {k}: costs {a.shape} {a.dtype} do not match the plan")
+    if len(set(group.ns)) == 1:  # one n: the stack itself, a view of a bulk block
+        return stacked([costs[k] for k in group.members]).reshape(-1), meta
+    flat = np.empty(int((ns * ns).sum()), dtype=group.dtype)
+    for q, k in enumerate(group.members):
+        a = costs[k]
         o = int(meta[q, 0])
         flat[o : o + a.size] = a.ravel()
     return flat, meta

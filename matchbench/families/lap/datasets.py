@@ -129,13 +129,33 @@ def _trusted(costs: np.ndarray, name: str, family: str, params: dict[str, Any]) 
     return inst
 
 
+#: Bytes of a bulk group above which its matrices are drawn by several threads (NumPy's
+#: generators fill arrays without the GIL; each instance keeps its own ``default_rng``).
+BULK_THREAD_BYTES = 4 << 20
+
+
+def bulk_threads() -> int:
+    """Threads that draw a large bulk group: the process's CPUs, at most 8."""
+    import os
+
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus))
+
+
 def _bulk(make_one: Any, fill: Any, kwargs_list: list[dict[str, Any]]) -> list[CostMatrix]:
     """Instances of a generator for each of ``kwargs_list`` (its keyword arguments).
 
     Instances of equal shape and dtype share one ``(B, n, n)`` array, filled by
-    ``fill(stack, i, **kwargs)``; each instance is a view of its block. ``make_one`` (the
-    generator, on its first arguments) checks the arguments and gives the name, family
-    and params of an instance, whose matrix the stack's block replaces.
+    ``fill(stack, i, **kwargs)``; each instance is a view of its block, in the order of
+    ``kwargs_list`` (consecutive blocks: :func:`~matchbench.families.lap.bulk.as_stack`
+    gives the stack back without a copy). ``make_one`` (the generator, on its first
+    arguments) checks the arguments and gives the name, family and params of an instance,
+    whose matrix the stack's block replaces. A group of more than
+    :data:`BULK_THREAD_BYTES` is filled by :func:`bulk_threads` threads, each block by
+    the same call as alone.
     """
     out: list[CostMatrix | None] = [None] * len(kwargs_list)
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -149,16 +169,31 @@ def _bulk(make_one: Any, fill: Any, kwargs_list: list[dict[str, Any]]) -> list[C
         proto = protos[key]
         n, dt = proto.n, proto.costs.dtype
         block = np.empty((len(members), n, n), dtype=dt)
+
+        def draw(
+            lo: int, hi: int, members: list[int] = members, block: np.ndarray = block, name: str = proto.name
+        ) -> None:
+            for b in range(lo, hi):
+                fill(block, b, **kwargs_list[members[b]])
+                if block.dtype.kind == "f":  # a float32 overflow is refused as the generator refuses it
+                    validate_costs(block[b], name)
+
+        threads = min(bulk_threads(), len(members)) if block.nbytes > BULK_THREAD_BYTES else 1
+        if threads > 1:
+            from concurrent.futures import ThreadPoolExecutor
+
+            cuts = np.linspace(0, len(members), threads + 1).astype(int)
+            with ThreadPoolExecutor(threads) as pool:
+                for done in [pool.submit(draw, int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]:
+                    done.result()  # the first error of a block, as alone
+        else:
+            draw(0, len(members))
         seed0 = proto.params["seed"]
+        stem = proto.name[: -len(f"_s{seed0}")]
         for b, i in enumerate(members):
-            kw = kwargs_list[i]
-            fill(block, b, **kw)
-            if dt.kind == "f":  # an overflow of float32 is refused as the generator refuses it
-                validate_costs(block[b], proto.name)
-            seed = kw.get("seed", 1)
+            seed = kwargs_list[i].get("seed", 1)
             params = dict(proto.params, seed=seed)
-            name = proto.name[: -len(f"_s{seed0}")] + f"_s{seed}"
-            out[i] = _trusted(block[b], name, proto.family, params)
+            out[i] = _trusted(block[b], f"{stem}_s{seed}", proto.family, params)
     return out  # type: ignore[return-value]
 
 
