@@ -304,6 +304,7 @@ def _timed_row(
     seconds: tuple[float, float, float],
     n: int = 1,
     index: int = 0,
+    encoded: dict[str, str | None] | None = None,
 ) -> None:
     """Fill an ``ok`` row's times, rates and counters from one timed call.
 
@@ -315,6 +316,8 @@ def _timed_row(
     totals, and ``counters_json`` also carries ``batch_solve_s``, the call's whole solve
     time. The rate columns are those the family declares
     (:attr:`~matchbench.core.problem.Problem.rate_columns`), per second of the call.
+    ``encoded``: a dict kept across the rows of one call, which then encode its
+    ``phases_json`` and ``counters_json`` once (the same for every row of the call).
     """
     prepare_s, run_s, result_s = seconds
     gpu, solver = ready.gpu, ready.solver
@@ -341,8 +344,14 @@ def _timed_row(
         t_transfer_s=share(transfer),
         t_upload_s=share(measured.upload),
         t_process_s=share(measured.process),
-        phases_json=to_json({k: share(v) for k, v in phases.items()}) if phases else None,
     )
+    if encoded is None or "phases_json" not in encoded:
+        text = to_json({k: share(v) for k, v in phases.items()}) if phases else None
+        if encoded is not None:
+            encoded["phases_json"] = text
+    else:
+        text = encoded["phases_json"]
+    row["phases_json"] = text
     row["t_e2e_s"] = e2e_seconds(row.get("t_init_s"), row["t_solve_s"])
     n_edges, t_solve = row.get("n_edges", ready.base.get("n_edges")), row["t_solve_s"]
     if n_edges is not None and t_solve is not None and t_solve > 0:
@@ -357,8 +366,14 @@ def _timed_row(
         kernel_launches=counters.get("kernel_launches"),
         host_syncs=counters.get("host_syncs"),
         iterations=counters.get("iterations", counters.get("phases")),
-        counters_json=to_json(counters) if counters else None,
     )
+    if encoded is None or "counters_json" not in encoded:
+        text = to_json(counters) if counters else None
+        if encoded is not None:
+            encoded["counters_json"] = text
+    else:
+        text = encoded["counters_json"]
+    row["counters_json"] = text
     if gpu:
         row["gpu_mem_peak_bytes"] = solver.memory_peak_bytes() or int(ready.pool.total_bytes())
 
@@ -507,14 +522,15 @@ def _joint_repetitions(
             continue
         measured = Measurements.of(solver)
         now = _now()
+        encoded: dict[str, str | None] = {}  # one call: its counters' JSON once
         for i, (ready, solution) in enumerate(zip(readies, solutions, strict=True)):
             if columnar:
                 row = {"repetition": rep, "instrumented": instr, "batch_size": n, "timestamp": now}
-                _timed_row(row, ready, measured, (t1 - t0, t2 - t1, t3 - t2), n=n, index=i)
+                _timed_row(row, ready, measured, (t1 - t0, t2 - t1, t3 - t2), n=n, index=i, encoded=encoded)
                 held.append((i, row, solution))
                 continue
             row = dict(ready.base, repetition=rep, instrumented=instr, batch_size=n)
-            _timed_row(row, ready, measured, (t1 - t0, t2 - t1, t3 - t2), n=n, index=i)
+            _timed_row(row, ready, measured, (t1 - t0, t2 - t1, t3 - t2), n=n, index=i, encoded=encoded)
             _verify(row, ready, solution)
             held.append(row)
     return held

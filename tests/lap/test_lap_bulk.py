@@ -47,6 +47,7 @@ def test_bulk_generation_is_bit_identical_to_one_by_one(fn, bulk, kwargs):
 def test_bulk_generation_in_threads_is_bit_identical(monkeypatch, fn, bulk):
     # Large groups are drawn by several threads, each instance from its own default_rng.
     monkeypatch.setattr(L, "BULK_THREAD_BYTES", 0)
+    monkeypatch.setattr(L, "BULK_THREAD_MATRIX_BYTES", 0)
     monkeypatch.setattr(L, "bulk_threads", lambda: 3)
     kws = [{"n": 8, "seed": s} for s in range(1, 12)]
     made = bulk(kws)
