@@ -7,7 +7,8 @@ weights), without capacities, and tagged ``problem = "community"`` so that the r
 with this family's solvers (the dataset functions of :mod:`matchbench.families.community.datasets`
 return one). :func:`modularity`, :func:`aggregate` and the verifier take any ``WeightedGraph``.
 An answer is a :class:`Partition`: one community id per vertex, optionally the hierarchy of the
-Louvain stages and the modularity the solver claims.
+Louvain stages, the modularity the solver claims, and whether it claims every community
+connected (Leiden does).
 
 Modularity (Naim, Manne, Halappanavar, Tumeo, *Community Detection on the GPU*, IPDPS 2017;
 paper III of Naim's 2017 thesis, Sec. 2, Eq. 1)::
@@ -43,6 +44,13 @@ order, so equal answers give equal values, bit for bit); a reported modularity m
 within :data:`MODULARITY_RTOL`. Louvain is a heuristic (finding the best Q is NP-hard,
 Brandes et al. 2008), so there is no reference and no optimality claim to certify.
 
+Connectivity is certified too, O(n + m) (:mod:`~matchbench.families.community.connectivity`:
+scipy's connected components of the edges inside communities): an answer that claims
+connected communities (``Partition.connected``, set by Leiden, whose guarantee it is: Traag,
+Waltman & van Eck, Sci. Rep. 2019, Table 1) fails if one is not; an answer without the claim
+(Louvain's: no such guarantee) is still verified, and its ``verify_reason`` carries the count
+of disconnected communities as a note (:data:`DISCONNECTED_NOTE`), so that the row shows it.
+
 Quality against the references
 ------------------------------
 The ``objective`` column is the recomputed Q; ``reference_objective`` and ``bound`` stay
@@ -65,9 +73,11 @@ from numba import njit
 
 from matchbench.core.errors import DatasetError
 from matchbench.core.problem import Problem, Verification
+from matchbench.families.community.connectivity import disconnected_communities
 from matchbench.graphs.weighted import WeightedGraph
 
 __all__ = [
+    "DISCONNECTED_NOTE",
     "MODULARITY_RTOL",
     "REFERENCES",
     "Community",
@@ -82,6 +92,10 @@ __all__ = [
 #: Tolerance on a solver's reported modularity, relative to ``max(1, |Q|)``: Q lies in
 #: [-1/2, 1), and a poor partition's Q near 0 would make a purely relative test meaningless.
 MODULARITY_RTOL = 1e-9
+
+#: How a verified answer's ``reason`` starts when some of its communities are disconnected
+#: and the answer does not claim otherwise (Louvain's): a note, not a defect.
+DISCONNECTED_NOTE = "note: disconnected communities"
 
 #: The CPU reference solvers (``algorithm`` column) whose best Q on an instance is the
 #: denominator of :func:`reference_ratios`.
@@ -162,11 +176,17 @@ class Partition:
         they must give ``community``.
     modularity : float or None
         The modularity the solver claims for ``community``; the verifier recomputes it.
+    connected : bool
+        Whether the solver claims that every community induces a connected subgraph
+        (Leiden's guarantee; default False: Louvain's methods make no such claim). The
+        verifier fails a claiming answer with a disconnected community, and notes the
+        disconnected communities of the others.
     """
 
     community: np.ndarray
     levels: list[np.ndarray] | None = None
     modularity: float | None = None
+    connected: bool = False
 
     @property
     def n_communities(self) -> int:
@@ -411,15 +431,22 @@ class Community(Problem):
         -------
         Verification
             ``verified`` only if the community ids are integers, one per vertex, dense in
-            ``[0, k)``; the reported ``levels`` (if any) are dense and compose to them; and the
+            ``[0, k)``; the reported ``levels`` (if any) are dense and compose to them; the
             reported modularity (if any) equals the recomputed Q within
-            :data:`MODULARITY_RTOL` of ``max(1, |Q|)``. ``objective`` is the recomputed Q
-            (NaN for an answer that is no partition); ``bound`` and ``reference`` are None.
-            ``reason`` says "community" and names the instance and the defect.
+            :data:`MODULARITY_RTOL` of ``max(1, |Q|)``; and, where the answer claims
+            ``connected``, every community induces a connected subgraph. ``objective`` is
+            the recomputed Q (NaN for an answer that is no partition); ``bound`` and
+            ``reference`` are None. ``reason`` says "community" and names the instance and
+            the defect (for a broken connectivity claim: the community and two of its
+            vertices that no path inside it joins). A verified answer without the claim
+            whose communities are not all connected keeps ``reason``: a note starting with
+            :data:`DISCONNECTED_NOTE` and giving their count; else ``reason`` is None.
 
         Notes
         -----
-        Eq. 1 of Naim et al., IPDPS 2017, O(n + m) (:func:`modularity`).
+        Eq. 1 of Naim et al., IPDPS 2017, O(n + m) (:func:`modularity`); connectivity from
+        its definition (:func:`.connectivity.disconnected_communities`, O(n + m)), the
+        guarantee of Traag, Waltman & van Eck, Sci. Rep. 2019 (Leiden), Table 1.
         """
         nan = float("nan")
         where = f"community answer on {instance.name!r}"
@@ -442,6 +469,13 @@ class Community(Problem):
             why = _check_levels(part.levels, c)
             if why is not None:
                 return Verification(False, f"{where}: invalid: {why}", nan)
+        claims_connected = part.connected
+        if not isinstance(claims_connected, bool | np.bool_):
+            return Verification(
+                False,
+                f"{where}: invalid: connected is {claims_connected!r}, expected true or false",
+                nan,
+            )
         k = int(c.max()) + 1 if c.size else 0
         q = float(_modularity(n, instance.ptr, instance.ind, instance.weight, np.zeros(n), c, k))
         if part.modularity is not None:
@@ -456,7 +490,16 @@ class Community(Problem):
                     f"recomputed Q = {q!r} (tolerance {MODULARITY_RTOL} relative)",
                     q,
                 )
-        return Verification(True, None, q)
+        split = disconnected_communities(instance, c)
+        if split.count == 0:
+            return Verification(True, None, q)
+        if claims_connected:
+            return Verification(
+                False,
+                f"{where}: the answer claims connected communities, but {split.describe()}",
+                q,
+            )
+        return Verification(True, f"{DISCONNECTED_NOTE}: {split.describe()}", q)
 
 
 def _check_levels(levels: Any, community: np.ndarray) -> str | None:
