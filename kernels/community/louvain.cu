@@ -51,6 +51,9 @@
 //   louvain_merge_warp / _block / _global
 //                        mergeCommunity (Alg. 3 lines 20-23) for the three buckets.
 //   louvain_compact      the edge lists compressed to consecutive slots (Sec. 4, after Alg. 3).
+//   louvain_merge_flat / _emit
+//                        aggregate="flat": bucket 3's communities hashed edge-parallel, then
+//                        compacted (see Options below).
 //
 // Hash tables (Alg. 2). Per vertex, open addressing with double hashing over P slots, P the
 // smallest prime above 1.5 deg (so at most 2/3 full): probe t is (c mod P + t * (1 + c mod
@@ -70,6 +73,24 @@
 // size are read-only (the commit is the next launch), so every vertex of a bucket decides on
 // the same configuration, and the outcome does not depend on thread scheduling; only the order
 // of the floating-point atomicAdds does (exact for integer weights).
+//
+// Options beyond the paper (louvain_stages.py, Options; each off by default, which is the
+// paper's method), kept deterministic so that the host model still makes the same moves:
+//   rounds      the vertices sorted by (id range, bucket): a step is one bucket of one range
+//               (louvain_setup's keys and per-range counts); the host launches the steps in
+//               turn, a move and a commit kernel each.
+//   hub_chunks  bucket 7 of a range launched as several steps (consecutive slices of the
+//               degree-sorted list), each committed before the next.
+//   prune       flag[v]: evaluate v only if flagged. A move kernel reads and clears only its
+//               own vertices' flags; the commit kernel (the next launch) flags the neighbours
+//               of the moved vertices (a warp per moved vertex, writes of 1 only), so no
+//               kernel reads a flag another thread of it may write.
+//   pickless    lower_only: a move to a higher community id is dropped (nu-Louvain's guard).
+//   aggregate="flat"
+//               louvain_merge_flat hashes the entries of every community of aggregation
+//               bucket 3 into its own global table, a CSR entry per thread (lv_hash_add's race
+//               argument: one table per community instead of per block); louvain_merge_emit
+//               compacts each table as lv_merge_one does.
 
 #include "common.cuh"
 
@@ -102,18 +123,23 @@
 #define LV_MOVED 0
 #define LV_INSIDE 1
 #define LV_SPREAD 2
-// Slots of the level setup's stats array: 0-7 the vertex count of each bucket (0: isolated).
+// Slots of the level setup's stats array: LV_COUNTS + 8 r + b the vertex count of bucket b
+// (0: isolated) in id range r (one range unless the options ask for more).
 #define LV_MAXDEG 8
 #define LV_TWO_M 9
 #define LV_K2 10
 #define LV_LOOP2 11
+#define LV_COUNTS 16
+// Most id ranges (matchbench/families/community/louvain_buckets.py, ROUNDS_MAX).
+#define LV_ROUNDS_MAX 64
 // Slots of the aggregation's stats array: 0-3 the community count of each bucket (0: empty).
 #define LV_MAXCOMDEG 4
 
-// Sort keys: the bucket above bit 40; in the last bucket the complement of the degree below
-// it, so that a stable sort lists those vertices by decreasing degree (Sec. 4.1: "sorted by
-// degree before the vertices are assigned to thread blocks in an interleaved fashion") and
-// the others by id.
+// Sort keys: 8 r + b above bit 40 (r the vertex's id range, 0 unless the options ask for
+// several; b its bucket); in the last bucket the complement of the degree below it, so that
+// a stable sort lists those vertices by decreasing degree (Sec. 4.1: "sorted by degree before
+// the vertices are assigned to thread blocks in an interleaved fashion") and the others by
+// id.
 #define LV_KEY_SHIFT 40
 #define LV_KEY_LOW ((1ull << LV_KEY_SHIFT) - 1ull)
 
@@ -341,18 +367,20 @@ __device__ __forceinline__ double* lv_dslot(unsigned long long* stats, int slot)
 // ---- Alg. 1 line 2: the level's setup ------------------------------------------------------
 
 // A warp per vertex: k_i = sum of its weights + 2 loop[i] (Sec. 2: self-loops count in k_i);
-// C = newc = identity (every vertex a community by itself), a = k, size = 1; key[i] its
-// bucket's sort key. stats (zeroed by the host): bucket counts, max degree, 2m = sum k,
-// sum k^2 (the singletons' Eq. 1 spread), 2 sum loop (their inside term).
+// C = newc = identity (every vertex a community by itself), a = k, size = 1, flag = 1; key[i]
+// its (range, bucket) sort key. stats (zeroed by the host): max degree, 2m = sum k, sum k^2
+// (the singletons' Eq. 1 spread), 2 sum loop (their inside term), and from LV_COUNTS the
+// vertex count of each (range, bucket), rounds <= LV_ROUNDS_MAX ranges.
 extern "C" __global__ void louvain_setup(long long n, const long long* __restrict__ ptr,
                                          const double* __restrict__ w,
                                          const double* __restrict__ loop, double* k, int* C,
                                          int* newc, double* a, int* size,
-                                         unsigned long long* key, unsigned long long* stats) {
-  __shared__ unsigned long long s_cnt[8];
+                                         unsigned long long* key, unsigned long long* stats,
+                                         int rounds, unsigned char* flag) {
+  __shared__ unsigned long long s_cnt[8 * LV_ROUNDS_MAX];
   __shared__ unsigned long long s_max;
   __shared__ double s_sum[3];
-  if (threadIdx.x < 8) s_cnt[threadIdx.x] = 0;
+  for (int i = threadIdx.x; i < 8 * rounds; i += LV_BLOCK) s_cnt[i] = 0;
   if (threadIdx.x == 0) s_max = 0;
   if (threadIdx.x < 3) s_sum[threadIdx.x] = 0.0;
   __syncthreads();
@@ -373,12 +401,14 @@ extern "C" __global__ void louvain_setup(long long n, const long long* __restric
       C[v] = (int)v;
       newc[v] = (int)v;
       size[v] = 1;
+      flag[v] = 1;
       const long long deg = end - beg;
       const int b = lv_move_bucket(deg);
       const unsigned long long low =
           b == 7 ? LV_KEY_LOW - (unsigned long long)min(deg, (long long)LV_KEY_LOW) : 0ull;
-      key[v] = ((unsigned long long)b << LV_KEY_SHIFT) | low;
-      atomicAdd(&s_cnt[b], 1ull);
+      const int slot = (int)(v * (long long)rounds / n) * 8 + b;  // id range r = v R / n
+      key[v] = ((unsigned long long)slot << LV_KEY_SHIFT) | low;
+      atomicAdd(&s_cnt[slot], 1ull);
       atomicMax(&s_max, (unsigned long long)deg);
       two_m += kv;
       k2 += kv * kv;
@@ -391,7 +421,8 @@ extern "C" __global__ void louvain_setup(long long n, const long long* __restric
     atomicAdd(&s_sum[2], loop2);
   }
   __syncthreads();
-  if (threadIdx.x < 8 && s_cnt[threadIdx.x]) atomicAdd(stats + threadIdx.x, s_cnt[threadIdx.x]);
+  for (int i = threadIdx.x; i < 8 * rounds; i += LV_BLOCK)
+    if (s_cnt[i]) atomicAdd(stats + LV_COUNTS + i, s_cnt[i]);
   if (threadIdx.x == 0) {
     atomicMax(stats + LV_MAXDEG, s_max);
     atomicAdd(lv_dslot(stats, LV_TWO_M), s_sum[0]);
@@ -438,24 +469,28 @@ __device__ __forceinline__ void lv_move_groups(
     const long long* __restrict__ ptr, const int* __restrict__ ind,
     const double* __restrict__ w, const int* __restrict__ C, const double* __restrict__ a,
     const int* __restrict__ size, const double* __restrict__ k, double m,
-    int* __restrict__ newc) {
+    int* __restrict__ newc, unsigned char* __restrict__ flag, int prune, int lower_only) {
   constexpr int V = LV_BLOCK / G;
   __shared__ int s_keys[V * TS];
   __shared__ double s_vals[V * TS];
   const int g = threadIdx.x / G;
   const int t = threadIdx.x % G;
   const long long idx = (long long)blockIdx.x * V + g;
-  const bool active = idx < count;
+  const bool inrange = idx < count;
+  bool active = false;  // evaluated: in range and (without prune) or flagged
   int* keys = s_keys + g * TS;
   double* vals = s_vals + g * TS;
   int v = 0, ci = 0;
   long long beg = 0, end = 0;
   unsigned P = 0;
-  if (active) {
+  if (inrange) {
     v = order[start + idx];
+    ci = C[v];
+    active = !prune || flag[v];
+  }
+  if (active) {
     beg = ptr[v];
     end = ptr[v + 1];
-    ci = C[v];
     P = lv_prime_of_deg[end - beg];
   }
   for (unsigned s = t; s < P; s += G) {
@@ -493,9 +528,13 @@ __device__ __forceinline__ void lv_move_groups(
     }
   }
   lv_group_best<G>(bg, bc);
-  if (active && t == 0) {  // lines 15-18
+  if (inrange && t == 0) {  // lines 15-18
     int nc = ci;
-    if (bc != LV_NONE && !(size[ci] == 1 && size[bc] == 1 && bc > ci)) nc = bc;
+    if (active) {
+      if (bc != LV_NONE && !(size[ci] == 1 && size[bc] == 1 && bc > ci)) nc = bc;
+      if (lower_only && nc > ci) nc = ci;
+      if (prune) flag[v] = 0;
+    }
     newc[v] = nc;
   }
 }
@@ -510,11 +549,17 @@ __device__ __forceinline__ void lv_move_block(
     const long long* __restrict__ ptr, const int* __restrict__ ind,
     const double* __restrict__ w, const int* __restrict__ C, const double* __restrict__ a,
     const int* __restrict__ size, const double* __restrict__ k, double m,
-    int* __restrict__ newc, int* keys, double* vals, const long long* __restrict__ tsize) {
+    int* __restrict__ newc, unsigned char* __restrict__ flag, int prune, int lower_only,
+    int* keys, double* vals, const long long* __restrict__ tsize) {
   for (long long idx = blockIdx.x; idx < count; idx += gridDim.x) {
     const int v = order[start + idx];
-    const long long beg = ptr[v], end = ptr[v + 1];
     const int ci = C[v];
+    // block-uniform; thread 0 clears the flag after the barriers below
+    if (prune && !flag[v]) {
+      if (threadIdx.x == 0) newc[v] = ci;
+      continue;
+    }
+    const long long beg = ptr[v], end = ptr[v + 1];
     const unsigned long long P =
         GLOBAL ? (unsigned long long)tsize[idx] : (unsigned long long)lv_prime_of_deg[end - beg];
     for (unsigned long long s = threadIdx.x; s < P; s += LV_BLOCK) {
@@ -550,6 +595,8 @@ __device__ __forceinline__ void lv_move_block(
     if (threadIdx.x == 0) {
       int nc = ci;
       if (bc != LV_NONE && !(size[ci] == 1 && size[bc] == 1 && bc > ci)) nc = bc;
+      if (lower_only && nc > ci) nc = ci;
+      if (prune) flag[v] = 0;
       newc[v] = nc;
     }
   }
@@ -560,8 +607,9 @@ __device__ __forceinline__ void lv_move_block(
       const long long *__restrict__ ptr, const int *__restrict__ ind,                       \
       const double *__restrict__ w, const int *__restrict__ C, const double *__restrict__ a, \
       const int *__restrict__ size, const double *__restrict__ k, double m,                 \
-      int *__restrict__ newc
-#define LV_MOVE_PASS order, start, count, ptr, ind, w, C, a, size, k, m, newc
+      int *__restrict__ newc, unsigned char *__restrict__ flag, int prune, int lower_only
+#define LV_MOVE_PASS \
+  order, start, count, ptr, ind, w, C, a, size, k, m, newc, flag, prune, lower_only
 
 extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_move_b1(LV_MOVE_ARGS) {
   lv_move_groups<4, 1, LV_TS1>(LV_MOVE_PASS);
@@ -593,26 +641,61 @@ extern "C" __global__ void __launch_bounds__(LV_BLOCK)
 
 // ---- Alg. 1 lines 8-11: commit -------------------------------------------------------------
 
-// After one bucket: C[i] = newc[i] for its vertices, and the communities' a_c and sizes follow
-// the moved vertices (atomicAdd of -k_i and +k_i: the a_c of line 11 without an O(n) pass per
-// bucket). Only vertex i writes C[i]; no move kernel runs concurrently (the next one is a later
-// launch). stats[LV_MOVED] counts the moves.
+// With prune, the neighbours of the moved vertices of a warp's 32 items are flagged by the
+// whole warp, one moved vertex after another (ballot, then its row strided over the lanes: a
+// hub's row is not left to one thread). Called by every lane with the same loop bounds.
+__device__ __forceinline__ void lv_mark_moved(bool moved, int v,
+                                              const long long* __restrict__ ptr,
+                                              const int* __restrict__ ind,
+                                              unsigned char* __restrict__ flag) {
+  const int lane = threadIdx.x & 31;
+  unsigned mask = __ballot_sync(LV_FULL, moved);
+  while (mask) {
+    const int from = __ffs(mask) - 1;
+    mask &= mask - 1;
+    const int u = __shfl_sync(LV_FULL, v, from);
+    const long long end = ptr[u + 1];
+    for (long long p = ptr[u] + lane; p < end; p += 32) flag[ind[p]] = 1;
+  }
+}
+
+// Warp-strided loops whose bounds are the same on every lane of a warp (for lv_mark_moved's
+// ballots): i0 the warp's first item of the round, its lane's item i0 + lane.
+#define LV_FOR_WARPS(i0, n)                                                                  \
+  for (long long i0 = ((long long)blockIdx.x * (LV_BLOCK / 32) + (threadIdx.x >> 5)) * 32;   \
+       i0 < (long long)(n); i0 += (long long)gridDim.x * LV_BLOCK)
+
+// After one step (a bucket): C[i] = newc[i] for its vertices, and the communities' a_c and
+// sizes follow the moved vertices (atomicAdd of -k_i and +k_i: the a_c of line 11 without an
+// O(n) pass per bucket). Only vertex i writes C[i]; no move kernel runs concurrently (the next
+// one is a later launch). stats[LV_MOVED] counts the moves. prune: the moved vertices'
+// neighbours flagged (lv_mark_moved).
 extern "C" __global__ void louvain_commit(const int* __restrict__ order, long long start,
                                           long long count, const int* __restrict__ newc,
                                           const double* __restrict__ k, int* C, double* a,
-                                          int* size, unsigned long long* stats) {
+                                          int* size, unsigned long long* stats,
+                                          const long long* __restrict__ ptr,
+                                          const int* __restrict__ ind,
+                                          unsigned char* __restrict__ flag, int prune) {
   unsigned long long moved = 0;
-  LV_FOR(t, count) {
-    const int v = order[start + t];
-    const int nc = newc[v], oc = C[v];
-    if (nc != oc) {
-      C[v] = nc;
-      atomicAdd(a + oc, -k[v]);
-      atomicAdd(a + nc, k[v]);
-      atomicSub(size + oc, 1);
-      atomicAdd(size + nc, 1);
-      ++moved;
+  LV_FOR_WARPS(t0, count) {
+    const long long t = t0 + (threadIdx.x & 31);
+    int v = 0;
+    bool mv = false;
+    if (t < count) {
+      v = order[start + t];
+      const int nc = newc[v], oc = C[v];
+      if (nc != oc) {
+        C[v] = nc;
+        atomicAdd(a + oc, -k[v]);
+        atomicAdd(a + nc, k[v]);
+        atomicSub(size + oc, 1);
+        atomicAdd(size + nc, 1);
+        mv = true;
+        ++moved;
+      }
     }
+    if (prune) lv_mark_moved(mv, v, ptr, ind, flag);
   }
   moved = lv_block_sum_u64(moved);
   if (threadIdx.x == 0 && moved) atomicAdd(stats + LV_MOVED, moved);
@@ -620,17 +703,27 @@ extern "C" __global__ void louvain_commit(const int* __restrict__ order, long lo
 
 // The relaxed variant (Sec. 5): every move of the iteration computed from its starting C, all
 // committed at its end. a2 and size2 (zeroed by the host) become newc's a_c and sizes, from
-// scratch; stats[LV_MOVED] counts the vertices whose community changes.
+// scratch; stats[LV_MOVED] counts the vertices whose community changes (prune: their
+// neighbours flagged).
 extern "C" __global__ void louvain_tally(long long n, const int* __restrict__ C,
                                          const int* __restrict__ newc,
                                          const double* __restrict__ k, double* a2, int* size2,
-                                         unsigned long long* stats) {
+                                         unsigned long long* stats,
+                                         const long long* __restrict__ ptr,
+                                         const int* __restrict__ ind,
+                                         unsigned char* __restrict__ flag, int prune) {
   unsigned long long moved = 0;
-  LV_FOR(v, n) {
-    const int c = newc[v];
-    atomicAdd(a2 + c, k[v]);
-    atomicAdd(size2 + c, 1);
-    moved += (c != C[v]);
+  LV_FOR_WARPS(v0, n) {
+    const long long v = v0 + (threadIdx.x & 31);
+    bool mv = false;
+    if (v < n) {
+      const int c = newc[v];
+      atomicAdd(a2 + c, k[v]);
+      atomicAdd(size2 + c, 1);
+      mv = c != C[v];
+      moved += mv;
+    }
+    if (prune) lv_mark_moved(mv, (int)v, ptr, ind, flag);
   }
   moved = lv_block_sum_u64(moved);
   if (threadIdx.x == 0 && moved) atomicAdd(stats + LV_MOVED, moved);
@@ -853,6 +946,106 @@ extern "C" __global__ void __launch_bounds__(LV_BLOCK)
     const int c = corder[start + idx];
     lv_merge_one<LV_BLOCK, true>(c, keys, vals, (unsigned long long)tsize[idx], s_beg, s_pre,
                                  LV_MERGE_PASS);
+  }
+}
+
+// aggregate="flat", step 1: the CSR entries of every community c of aggregation bucket 3
+// (tab[c] = its index t among them, -1 for the others) hashed by the whole grid into t's own
+// global table (keys + toff[t], tsize[t] slots, cleared by the host): a warp takes 32 x
+// LV_FLAT_RUN consecutive entries, one per lane per pass, so a huge community's entries are
+// spread over every SM instead of one block. lv_hash_add's race argument holds per table. The
+// entries inside c (both ends in c) go to inside[t] instead: each lane sums its run's share
+// per community and the warp adds its lanes' sums with one atomic when they all hold the
+// same community (the common case: the rows of hubs), else one atomic per lane.
+#define LV_FLAT_RUN 8
+extern "C" __global__ void __launch_bounds__(LV_BLOCK)
+    louvain_merge_flat(long long nnz, const int* __restrict__ src, const int* __restrict__ ind,
+                       const double* __restrict__ w, const int* __restrict__ C,
+                       const int* __restrict__ lab, const int* __restrict__ tab,
+                       const long long* __restrict__ toff, const long long* __restrict__ tsize,
+                       int* keys, double* vals, double* inside) {
+  const int lane = threadIdx.x & 31;
+  const long long warps = (long long)gridDim.x * (LV_BLOCK / 32);
+  for (long long base = ((long long)blockIdx.x * (LV_BLOCK / 32) + (threadIdx.x >> 5)) *
+                        (32 * LV_FLAT_RUN);
+       base < nnz; base += warps * 32 * LV_FLAT_RUN) {
+    int cur = -1;
+    double acc = 0.0;
+#pragma unroll
+    for (int j = 0; j < LV_FLAT_RUN; ++j) {
+      const long long p = base + (long long)j * 32 + lane;
+      if (p >= nnz) break;
+      const int v = src[p];
+      const int t = tab[C[v]];
+      if (t < 0) continue;
+      const int d = lab[v];
+      const int nb = lab[ind[p]];
+      if (nb == d) {
+        if (t != cur) {
+          if (cur >= 0) atomicAdd(inside + cur, acc);
+          cur = t;
+          acc = 0.0;
+        }
+        acc += w[p];
+      } else {
+        lv_hash_add<unsigned long long>(keys + toff[t], vals + toff[t],
+                                        (unsigned long long)tsize[t], nb, w[p]);
+      }
+    }
+    const unsigned held = __ballot_sync(LV_FULL, cur >= 0);
+    if (!held) continue;
+    const int c0 = __shfl_sync(LV_FULL, cur, __ffs(held) - 1);
+    if (__all_sync(LV_FULL, cur < 0 || cur == c0)) {
+      const double sum = lv_group_sum<32>(acc);  // lanes without a community hold 0
+      if (lane == 0) atomicAdd(inside + c0, sum);
+    } else if (cur >= 0) {
+      atomicAdd(inside + cur, acc);
+    }
+  }
+}
+
+// aggregate="flat", step 2: a block per community of bucket 3 (the t-th, c = corder[start +
+// t]) compacts its table into the new edge list at edgePos[c] as lv_merge_one does (a prefix
+// sum of each thread's count over its share of the slots), and sets the new vertex's row
+// length, position and self-loop (its members' loops plus half the inside weight).
+extern "C" __global__ void __launch_bounds__(LV_BLOCK)
+    louvain_merge_emit(const int* __restrict__ corder, long long start, long long count,
+                       const int* __restrict__ vstart, const int* __restrict__ comSize,
+                       const int* __restrict__ members, const double* __restrict__ loop,
+                       const int* __restrict__ newID, const long long* __restrict__ edgePos,
+                       const long long* __restrict__ toff, const long long* __restrict__ tsize,
+                       const int* __restrict__ keys, const double* __restrict__ vals,
+                       const double* __restrict__ inside, int* tind, double* tw,
+                       long long* rowlen, long long* tpos, double* nloop) {
+  for (long long idx = blockIdx.x; idx < count; idx += gridDim.x) {
+    const int c = corder[start + idx];
+    const int d = newID[c] - 1;
+    const int* kk = keys + toff[idx];
+    const double* vv = vals + toff[idx];
+    const long long P = tsize[idx];
+    const long long m0 = vstart[c], msz = comSize[c];
+    double loops = 0.0;
+    for (long long i = threadIdx.x; i < msz; i += LV_BLOCK) loops += loop[members[m0 + i]];
+    long long cnt = 0;
+    for (long long s = threadIdx.x; s < P; s += LV_BLOCK) cnt += (kk[s] != LV_EMPTY);
+    long long tot;
+    const long long incl = lv_block_scan(cnt, &tot);
+    const long long base = edgePos[c];
+    long long o = base + incl - cnt;
+    for (long long s = threadIdx.x; s < P; s += LV_BLOCK) {
+      const int key = kk[s];
+      if (key != LV_EMPTY) {
+        tind[o] = key;
+        tw[o] = vv[s];
+        ++o;
+      }
+    }
+    loops = lv_block_sum(loops);
+    if (threadIdx.x == 0) {
+      rowlen[d] = tot;
+      tpos[d] = base;
+      nloop[d] = loops + 0.5 * inside[idx];
+    }
   }
 }
 

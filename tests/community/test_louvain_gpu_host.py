@@ -241,8 +241,8 @@ class _Scripted:
         self.log.append("setup")
         return 1.0, 0.0  # 2m = 1 so Q = inside - spread
 
-    def iterate(self):
-        self.log.append("iterate")
+    def iterate(self, lower_only=False):
+        self.log.append("iterate-lower" if lower_only else "iterate")
         if self.stage > 0 or not self.qs:
             return 0, 0.0, 0.0
         return 1, self.qs.pop(0), 0.0

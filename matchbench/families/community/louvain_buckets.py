@@ -35,6 +35,13 @@ SLOT_BYTES = 12
 #: Sort keys: the bucket above this bit (``kernels/community/louvain.cu``, LV_KEY_SHIFT).
 KEY_SHIFT = 40
 _KEY_LOW = (1 << KEY_SHIFT) - 1
+#: Most id ranges (``rounds``) one iteration may take in turn (LV_ROUNDS_MAX: the setup
+#: kernel counts each range's buckets in shared memory).
+ROUNDS_MAX = 64
+#: The fewest vertices per id range: a stage of ``n`` vertices runs at most
+#: ``n // ROUND_MIN_VERTICES`` ranges (at least one), so small levels do not pay for
+#: launches that move few vertices each. Read at each stage (tests lower it).
+ROUND_MIN_VERTICES = 1 << 15
 
 def is_prime(x: int) -> bool:
     """Whether ``x`` is prime (deterministic Miller-Rabin, exact for every 64-bit ``x``)."""
@@ -92,16 +99,77 @@ def merge_bucket(com_degree: Any, com_size: Any) -> np.ndarray:
     return np.where(np.asarray(com_size) == 0, 0, b)
 
 
-def _keys(bucket: np.ndarray, degree: np.ndarray, last: int) -> np.ndarray:
+def _keys(bucket: np.ndarray, degree: np.ndarray, last: int, group: Any = 0) -> np.ndarray:
     low = np.where(bucket == last, _KEY_LOW - np.minimum(degree, _KEY_LOW), 0)
-    return (bucket.astype(np.uint64) << np.uint64(KEY_SHIFT)) | low.astype(np.uint64)
+    high = np.asarray(group, dtype=np.int64) * 8 + bucket
+    return (high.astype(np.uint64) << np.uint64(KEY_SHIFT)) | low.astype(np.uint64)
 
 
-def move_keys(degree: Any) -> np.ndarray:
+def effective_rounds(n: int, rounds: int) -> int:
+    """The id ranges a stage of ``n`` vertices takes in turn: ``rounds``, at most one per
+    :data:`ROUND_MIN_VERTICES` vertices, at least one.
+
+    >>> effective_rounds(10**6, 8), effective_rounds(10**5, 8), effective_rounds(10, 8)
+    (8, 3, 1)
+    """
+    return int(max(1, min(int(rounds), int(n) // max(1, ROUND_MIN_VERTICES))))
+
+
+def round_of(n: int, rounds: int) -> np.ndarray:
+    """The id range of each vertex ``v < n``: ``v * rounds // n`` (``louvain_setup``)."""
+    return np.arange(int(n), dtype=np.int64) * int(rounds) // max(1, int(n))
+
+
+def move_keys(degree: Any, rounds: int = 1) -> np.ndarray:
     """The device's sort keys of the vertices (``louvain_setup``): a stable argsort of them
-    lists the buckets in turn, each by vertex id, except bucket 7, by decreasing degree."""
+    lists the id ranges (:func:`round_of`) in turn and within each the buckets in turn, each
+    by vertex id, except bucket 7, by decreasing degree (ties by id). ``rounds`` is the
+    stage's :func:`effective_rounds`; with one the keys are the paper's (bucket, degree)."""
     d = np.asarray(degree, dtype=np.int64)
-    return _keys(move_bucket(d), d, 7)
+    return _keys(move_bucket(d), d, 7, round_of(d.shape[0], rounds))
+
+
+def move_counts(degree: Any, rounds: int = 1) -> np.ndarray:
+    """``counts[r, b]``: the vertices of id range ``r`` in move bucket ``b`` (``louvain_setup``'s
+    per-range counts, int64 of shape ``(rounds, 8)``)."""
+    d = np.asarray(degree, dtype=np.int64)
+    idx = round_of(d.shape[0], rounds) * 8 + move_bucket(d)
+    return np.bincount(idx, minlength=8 * int(rounds)).reshape(int(rounds), 8).astype(np.int64)
+
+
+def move_steps(counts: Any, hub_chunks: int = 1) -> list[tuple[int, int, int]]:
+    """The steps of one iteration: ``(bucket, start, count)`` slices of the sorted vertex
+    list (:func:`move_keys`) moved together and committed before the next step.
+
+    Each id range in turn; within it buckets 1-6, then bucket 7 (by decreasing degree) in
+    ``min(hub_chunks, count)`` consecutive chunks of nearly equal counts (the first
+    ``count % chunks`` one vertex longer). Bucket 0 (isolated vertices) is skipped. One
+    range and one chunk give the paper's steps: the seven buckets in turn.
+
+    >>> move_steps([[2, 3, 0, 0, 0, 0, 1, 5]], hub_chunks=2)
+    [(1, 2, 3), (6, 5, 1), (7, 6, 3), (7, 9, 2)]
+    >>> move_steps([[0, 1, 0, 0, 0, 0, 0, 0], [1, 0, 0, 0, 0, 0, 0, 1]])
+    [(1, 0, 1), (7, 2, 1)]
+    """
+    c = np.asarray(counts, dtype=np.int64).reshape(-1, 8)
+    steps: list[tuple[int, int, int]] = []
+    pos = 0
+    for row in c:
+        pos += int(row[0])
+        for b in range(1, 8):
+            cnt = int(row[b])
+            if cnt and b < 7:
+                steps.append((b, pos, cnt))
+            elif cnt:
+                parts = min(max(1, int(hub_chunks)), cnt)
+                q, rem = divmod(cnt, parts)
+                at = pos
+                for j in range(parts):
+                    size = q + (1 if j < rem else 0)
+                    steps.append((7, at, size))
+                    at += size
+            pos += cnt
+    return steps
 
 
 def merge_keys(com_degree: Any, com_size: Any) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from matchbench.families.community import louvain_buckets as LB
 from matchbench.families.community.louvain import (
     BIN_LIMIT,
     _best_move,
@@ -23,8 +24,9 @@ from matchbench.families.community.louvain import (
     _renumber,
     stage_totals,
 )
-from matchbench.families.community.louvain_buckets import merge_bucket, move_bucket
+from matchbench.families.community.louvain_buckets import merge_bucket
 from matchbench.families.community.louvain_stages import (
+    Options,
     check_params,
     drive,
     empty_result,
@@ -53,17 +55,35 @@ def _hm_degrees(n, ptr, w, loop):
 
 
 @njit(cache=True, nogil=True)
-def _hm_moves(verts, ptr, ind, w, comm, a, size, k, m, acc, touched, newc):
-    """Alg. 2 for every vertex of ``verts`` on the same (unchanging) configuration."""
+def _hm_moves(verts, ptr, ind, w, comm, a, size, k, m, acc, touched, newc, flag, prune,
+              lower_only):
+    """Alg. 2 for every vertex of ``verts`` on the same (unchanging) configuration; with
+    ``prune`` only the flagged ones (each unflagged), with ``lower_only`` a move to a higher
+    community id is dropped (the pick-less rule)."""
     for t in range(verts.shape[0]):
         v = verts[t]
+        if prune:
+            if flag[v] == 0:
+                newc[v] = comm[v]
+                continue
+            flag[v] = 0
         best = _best_move(v, ptr, ind, w, comm, a, size, k, m, acc, touched)
-        newc[v] = comm[v] if best == -1 else best
+        if best == -1 or (lower_only and best > comm[v]):
+            newc[v] = comm[v]
+        else:
+            newc[v] = best
 
 
 @njit(cache=True, nogil=True)
-def _hm_commit(verts, newc, k, comm, a, size):
-    """``louvain_commit``: a bucket's moves and their a_c and size updates."""
+def _hm_mark(v, ptr, ind, flag):
+    for p in range(ptr[v], ptr[v + 1]):
+        flag[ind[p]] = 1
+
+
+@njit(cache=True, nogil=True)
+def _hm_commit(verts, newc, k, comm, a, size, ptr, ind, flag, prune):
+    """``louvain_commit``: a step's moves and their a_c and size updates; with ``prune``
+    the moved vertices' neighbours are flagged."""
     moved = 0
     for t in range(verts.shape[0]):
         v = verts[t]
@@ -76,12 +96,15 @@ def _hm_commit(verts, newc, k, comm, a, size):
             size[oc] -= 1
             size[nc] += 1
             moved += 1
+            if prune:
+                _hm_mark(v, ptr, ind, flag)
     return moved
 
 
 @njit(cache=True, nogil=True)
-def _hm_tally(n, comm, newc, k, a2, size2):
-    """``louvain_tally``: a_c and sizes of ``newc`` from zero, and the moves."""
+def _hm_tally(n, comm, newc, k, a2, size2, ptr, ind, flag, prune):
+    """``louvain_tally``: a_c and sizes of ``newc`` from zero, and the moves (with
+    ``prune``, the moved vertices' neighbours flagged)."""
     a2[:] = 0.0
     size2[:] = 0
     moved = 0
@@ -91,6 +114,8 @@ def _hm_tally(n, comm, newc, k, a2, size2):
         size2[c] += 1
         if c != comm[v]:
             moved += 1
+            if prune:
+                _hm_mark(v, ptr, ind, flag)
     return moved
 
 
@@ -110,22 +135,26 @@ def _hm_quality(n, ptr, ind, w, comm, a):
 
 
 class HostModel:
-    """The device steps on the host: same buckets, same commit points, same rules.
+    """The device steps on the host: same steps, same commit points, same rules.
 
-    The moves of a bucket are computed on the configuration at its start (as the kernels do:
-    C, a and size are read-only during a move kernel), with the sequential reference's
-    ``_best_move`` (Eq. 2, ties to the lower id, the singleton rule); the aggregation is the
-    reference's ``_renumber`` and ``_contract`` (its labels are the device's: dense ids in
-    community id order).
+    The moves of a step (a degree bucket, or with ``opts`` a bucket of an id range or a
+    chunk of bucket 7: :func:`~matchbench.families.community.louvain_buckets.move_steps`) are
+    computed on the configuration at its start (as the kernels do: C, a and size are
+    read-only during a move kernel), with the sequential reference's ``_best_move`` (Eq. 2,
+    ties to the lower id, the singleton rule); the aggregation is the reference's
+    ``_renumber`` and ``_contract`` (its labels are the device's: dense ids in community id
+    order; ``opts.aggregate`` changes only how the device builds the same graph).
     """
 
-    def __init__(self, n: int, ptr, ind, w, loop, relaxed: bool) -> None:
+    def __init__(self, n: int, ptr, ind, w, loop, relaxed: bool,
+                 opts: Options | None = None) -> None:
         self.n = int(n)
         self.ptr = np.ascontiguousarray(ptr, dtype=np.int64)
         self.ind = np.ascontiguousarray(ind, dtype=np.int64)
         self.w = np.ascontiguousarray(w, dtype=np.float64)
         self.loop = np.ascontiguousarray(loop, dtype=np.float64)
         self.relaxed = bool(relaxed)
+        self.opts = Options() if opts is None else opts
 
     @property
     def nnz(self) -> int:
@@ -143,31 +172,38 @@ class HostModel:
         self.size = np.ones(n, dtype=np.int64)
         self.acc = np.zeros(n, dtype=np.float64)
         self.touched = np.empty(n, dtype=np.int64)
-        bucket = move_bucket(np.diff(self.ptr))
-        self.buckets = [np.flatnonzero(bucket == b) for b in range(1, 8)]
-        self.bucket_counts = [int(v.size) for v in self.buckets]
+        self.flag = np.ones(n, dtype=np.uint8)
+        deg = np.diff(self.ptr)
+        rounds = LB.effective_rounds(n, self.opts.rounds)
+        order = np.argsort(LB.move_keys(deg, rounds), kind="stable")
+        counts = LB.move_counts(deg, rounds)
+        self.steps = [order[s : s + c] for _, s, c in LB.move_steps(counts, self.opts.hub_chunks)]
+        self.bucket_counts = [int(x) for x in counts.sum(axis=0)[1:]]
         self.two_m, self.loop2 = float(two_m), float(loop2)
         self.m = self.two_m / 2.0
         q0 = loop2 / two_m - k2 / (two_m * two_m) if two_m > 0 else 0.0
         return self.two_m, float(q0)
 
-    def iterate(self) -> tuple[int, float, float]:
+    def iterate(self, lower_only: bool = False) -> tuple[int, float, float]:
         args = (self.ptr, self.ind, self.w)
+        prune = self.opts.prune
         moved = 0
         if self.relaxed:
-            for verts in self.buckets:
+            for verts in self.steps:
                 _hm_moves(verts, *args, self.comm, self.a, self.size, self.k, self.m,
-                          self.acc, self.touched, self.newc)
+                          self.acc, self.touched, self.newc, self.flag, prune, lower_only)
             self.a2 = np.empty_like(self.a)
             self.size2 = np.empty_like(self.size)
-            moved = _hm_tally(self.n, self.comm, self.newc, self.k, self.a2, self.size2)
+            moved = _hm_tally(self.n, self.comm, self.newc, self.k, self.a2, self.size2,
+                              self.ptr, self.ind, self.flag, prune)
             inside, spread = _hm_quality(self.n, *args, self.newc, self.a2)
         else:
             self.prev = self.comm.copy()
-            for verts in self.buckets:
+            for verts in self.steps:
                 _hm_moves(verts, *args, self.comm, self.a, self.size, self.k, self.m,
-                          self.acc, self.touched, self.newc)
-                moved += _hm_commit(verts, self.newc, self.k, self.comm, self.a, self.size)
+                          self.acc, self.touched, self.newc, self.flag, prune, lower_only)
+                moved += _hm_commit(verts, self.newc, self.k, self.comm, self.a, self.size,
+                                    self.ptr, self.ind, self.flag, prune)
             inside, spread = _hm_quality(self.n, *args, self.comm, self.a)
         return int(moved), float(inside) + self.loop2, float(spread)
 
@@ -189,6 +225,10 @@ class HostModel:
         self.merge_counts = [int((b == x).sum()) for x in (1, 2, 3)]
         return self.k_new
 
+    def labels(self) -> np.ndarray:
+        """The stage's labels without contracting (``aggregation_tolerance``)."""
+        return self.lab
+
     def contract(self) -> np.ndarray:
         self.ptr, self.ind, self.w, self.loop = _contract(
             self.n, self.ptr, self.ind, self.w, self.loop, self.lab, self.k_new
@@ -205,21 +245,24 @@ def louvain_gpu_model(
     commit: str = "bucket",
     max_iterations: int = 1000,
     loop: Any = None,
+    **options: Any,
 ) -> tuple[Partition, dict[str, Any], dict[str, float]]:
-    """:func:`louvain_gpu` computed on the host (numba), one degree bucket at a time.
+    """:func:`louvain_gpu` computed on the host (numba), one step at a time.
 
-    Same parameters and return value as :func:`louvain_gpu` (without the device counters).
-    On graphs with integer weights (and loops) every sum is exact, so this is the GPU's
-    answer partition for partition, level for level (the GPU tests check it); otherwise the
-    two may differ where gains tie up to rounding.
+    Same parameters (the :class:`~matchbench.families.community.louvain_stages.Options` as
+    keywords) and return value as :func:`louvain_gpu` (without the device counters). On
+    graphs with integer weights (and loops) every sum is exact, so this is the GPU's answer
+    partition for partition, level for level, with every option (the GPU tests check it);
+    otherwise the two may differ where gains tie up to rounding.
     """
-    check_params(t_bin, t_final, bin_limit, commit, max_iterations)
+    opts = check_params(t_bin, t_final, bin_limit, commit, max_iterations, **options)
     n0 = int(graph.n)
     loop0 = loop_array(loop, n0)
     if n0 == 0:
         return empty_result()
-    be = HostModel(n0, graph.ptr, graph.ind, graph.weight, loop0, commit == "iteration")
-    out = drive(be, t_bin, t_final, bin_limit, commit == "iteration", max_iterations)
+    relaxed = commit == "iteration"
+    be = HostModel(n0, graph.ptr, graph.ind, graph.weight, loop0, relaxed, opts)
+    out = drive(be, t_bin, t_final, bin_limit, relaxed, max_iterations, opts)
     levels = [np.asarray(lab, dtype=np.int64) for lab in out.levels]
     community = np.arange(n0, dtype=np.int64)
     for lab in levels:

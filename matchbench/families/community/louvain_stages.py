@@ -15,7 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from matchbench.core.params import choice, non_negative_float, non_negative_int, positive_int
+from matchbench.core.params import (
+    boolean,
+    choice,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
+from matchbench.families.community.louvain_buckets import ROUNDS_MAX
 from matchbench.families.community.problem import Partition
 
 #: ``commit`` values: after every degree bucket (Alg. 1 lines 8-11), or at the end of each
@@ -27,6 +35,96 @@ THRESHOLD_SWEEP = {
     "t_bin": tuple(10.0**k for k in range(-1, -5, -1)),
     "t_final": tuple(10.0**k for k in range(-3, -8, -1)),
 }
+#: ``aggregate`` values: Alg. 3's block per large community, or every large community's
+#: entries hashed by the whole grid at once (:class:`Options`).
+AGGREGATE_MODES = ("hash", "flat")
+#: Most chunks bucket 7 may be split into (``hub_chunks``).
+HUB_CHUNKS_MAX = 1024
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options beyond paper III, one record for both backends; the defaults are the
+    paper's method (each option off), so the faithful variant is ``Options()``.
+
+    Attributes
+    ----------
+    rounds : int
+        Split each stage's vertices into this many id ranges (at most one per
+        :data:`~matchbench.families.community.louvain_buckets.ROUND_MIN_VERTICES`), taken one
+        after another in every iteration, each with its degree buckets and commits: moves of
+        one range see the committed moves of the ranges before, which brings the
+        bucket-synchronous iteration nearer the sequential method's (on Kronecker graphs a
+        low-degree-first order over all vertices is far from it).
+    hub_chunks : int
+        Move bucket 7 (degree > 319, by decreasing degree) of each range in this many chunks
+        committed one after another, so hubs do not follow each other's communities in
+        one simultaneous step.
+    prune : bool
+        Move only the vertices flagged as affected: all at a stage's start; a vertex is
+        unflagged when it is evaluated, and flagged again when a neighbour moves (the
+        commit after the neighbour's step marks it), as GVE-Louvain and nu-Louvain do.
+    pickless : int
+        Every ``pickless``-th iteration of a stage (those with ``l % pickless ==
+        pickless // 2``, ``l`` counted from 0) a vertex may only move to a community of lower
+        id than its own (nu-Louvain's swap guard, period 4); 0: never.
+    t_drop : float
+        Divide the binned threshold by this after each stage: stage ``r`` under ``t_bin``
+        uses ``max(t_bin / t_drop**r, t_final)`` (GVE/nu-Louvain: 10); 1: the paper's.
+    aggregation_tolerance : float
+        End the method after a stage whose community count is at least this share of its
+        vertex count: the stage's moves are kept, its graph is not contracted (GVE/
+        nu-Louvain: 0.8); 1: only a stage left all singletons ends so (the paper's rule).
+    aggregate : {"hash", "flat"}
+        ``hash``: Alg. 3, a block per community of aggregation bucket 3 (one block hashes
+        all of a community's entries); ``flat``: those communities' entries hashed into
+        their tables by the whole grid at once, an edge per thread, then compacted by a
+        block each (no block waits on one huge community; same graph).
+    """
+
+    rounds: int = 1
+    hub_chunks: int = 1
+    prune: bool = False
+    pickless: int = 0
+    t_drop: float = 1.0
+    aggregation_tolerance: float = 1.0
+    aggregate: str = "hash"
+
+    @classmethod
+    def checked(cls, **kw: Any) -> Options:
+        """The options with each value checked (``ValueError`` naming it)."""
+        unknown = set(kw) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise TypeError(f"louvain_gpu: unknown options {sorted(unknown)}")
+        o = cls(**kw)
+        positive_int("louvain_gpu: rounds", o.rounds, ROUNDS_MAX)
+        positive_int("louvain_gpu: hub_chunks", o.hub_chunks, HUB_CHUNKS_MAX)
+        boolean("louvain_gpu: prune", o.prune)
+        non_negative_int("louvain_gpu: pickless", o.pickless)
+        if positive_float("louvain_gpu: t_drop", o.t_drop) < 1.0:
+            raise ValueError(f"louvain_gpu: t_drop must be a finite number >= 1, not {o.t_drop!r}")
+        tol = positive_float("louvain_gpu: aggregation_tolerance", o.aggregation_tolerance)
+        if tol > 1.0:
+            raise ValueError(
+                "louvain_gpu: aggregation_tolerance must be a finite number in (0, 1], "
+                f"not {o.aggregation_tolerance!r}"
+            )
+        choice("louvain_gpu: aggregate", o.aggregate, AGGREGATE_MODES)
+        return cls(int(o.rounds), int(o.hub_chunks), bool(o.prune), int(o.pickless),
+                   float(o.t_drop), float(tol), o.aggregate)
+
+    def changed(self) -> dict[str, Any]:
+        """The options whose values differ from the paper's (the defaults)."""
+        base = Options()
+        return {k: getattr(self, k) for k in self.__dataclass_fields__
+                if getattr(self, k) != getattr(base, k)}
+
+    def lower_only(self, iteration: int) -> bool:
+        """Whether iteration ``iteration`` (from 0) of a stage is a pick-less one."""
+        p = self.pickless
+        return p > 0 and iteration % p == p // 2
+
+
 #: The per-stage counters (lists, one entry per stage run) of every Louvain run.
 STAGE_KEYS = (
     "level_vertices",
@@ -54,7 +152,8 @@ class Outcome:
 
 
 def drive(
-    be: Any, t_bin: float, t_final: float, bin_limit: int, relaxed: bool, max_iterations: int
+    be: Any, t_bin: float, t_final: float, bin_limit: int, relaxed: bool, max_iterations: int,
+    opts: Options | None = None,
 ) -> Outcome:
     """The stages of paper III on backend ``be``: the control flow of the sequential reference.
 
@@ -67,7 +166,14 @@ def drive(
     ``bin_limit`` vertices, then ``t_final``; a stage without moves (or below its start) ends
     the method, after one retry under ``t_final``; a stage whose communities are all
     singletons is not contracted and ends it.
+
+    ``opts`` (:class:`Options`, default the paper's): ``t_drop`` lowers the binned threshold
+    stage by stage; ``aggregation_tolerance`` ends the method after a stage that left too
+    many communities (``be.labels()``: its labels, uncontracted); ``pickless`` makes
+    ``be.iterate(lower_only)`` restrict some iterations' moves. The other options are the
+    backend's (its constructor's).
     """
+    opts = Options() if opts is None else opts
     levels: list[Any] = []
     stage: dict[str, list[Any]] = {k: [] for k in STAGE_KEYS}
     marks: list[tuple[int, str, Any, Any]] = []
@@ -77,14 +183,14 @@ def drive(
         r = len(stage["level_q"])
         n = be.n
         binned = use_bin and n > bin_limit
-        threshold = float(t_bin if binned else t_final)
+        threshold = float(max(t_bin / opts.t_drop**r, t_final) if binned else t_final)
         t0 = be.mark()
         two_m, q_start = be.setup()
         q, iters, moves = q_start, 0, 0
         if two_m > 0:
             while iters < max_iterations:
                 iters += 1
-                moved, inside, spread = be.iterate()
+                moved, inside, spread = be.iterate(opts.lower_only(iters - 1))
                 if moved == 0:
                     break
                 q_new = inside / two_m - spread / (two_m * two_m)  # Eq. 1
@@ -116,6 +222,11 @@ def drive(
         stage["level_merge_buckets"][-1] = list(be.merge_counts)
         if k == n:  # all singletons: contracting changes nothing
             marks.append((r, "aggregate", t1, be.mark()))
+            break
+        if k >= opts.aggregation_tolerance * n:  # too few merges to contract: keep and end
+            levels.append(be.labels())
+            marks.append((r, "aggregate", t1, be.mark()))
+            q_kept = float(q)
             break
         levels.append(be.contract())
         marks.append((r, "aggregate", t1, be.mark()))
@@ -153,15 +264,17 @@ def finish(
 
 
 def check_params(
-    t_bin: Any, t_final: Any, bin_limit: Any, commit: Any, max_iterations: Any
-) -> None:
+    t_bin: Any, t_final: Any, bin_limit: Any, commit: Any, max_iterations: Any, **options: Any
+) -> Options:
     """The one check of the method's parameters (:class:`LouvainGPU`, :func:`louvain_gpu`,
-    :func:`louvain_gpu_model`); ``ValueError`` naming the parameter."""
+    :func:`louvain_gpu_model`); ``ValueError`` naming the parameter. Returns the
+    :class:`Options` of the keyword ``options``."""
     non_negative_float("louvain_gpu: t_bin", t_bin)
     non_negative_float("louvain_gpu: t_final", t_final)
     non_negative_int("louvain_gpu: bin_limit", bin_limit)
     choice("louvain_gpu: commit", commit, COMMIT_MODES)
     positive_int("louvain_gpu: max_iterations", max_iterations)
+    return Options.checked(**options)
 
 
 def loop_array(loop: Any, n: int) -> np.ndarray:
