@@ -11,6 +11,7 @@ the solver is ``batchable``.
 
 from __future__ import annotations
 
+import inspect
 import time
 import traceback
 from collections.abc import Callable
@@ -699,7 +700,8 @@ def bulk_instances(tasks: list[Task]) -> dict[int, tuple[Any, float]]:
 
     A dataset function may carry ``matchbench_bulk(kwargs_list) -> instances``: its
     instances for many argument sets at once, each the instance the function itself
-    gives for those arguments (its family tests that). Returns ``{index: (instance,
+    gives for those arguments (its family tests that); a hook with a ``device`` keyword
+    is told the task's device (``"gpu"``: it may make them on the worker's GPU). Returns ``{index: (instance,
     t_load_s)}`` (``t_load_s``: the bulk call's share) for the tasks it made; the others
     (no hook, ``rcp``, a hook that raised) are loaded one by one by :func:`_prepare`, each
     with its own error row. Bulk-made instances bypass the disk cache: the hook is for
@@ -727,7 +729,10 @@ def bulk_instances(tasks: list[Task]) -> dict[int, tuple[Any, float]]:
         ]
         t0 = time.perf_counter()
         try:
-            made = list(bulk(kwargs))
+            if "device" in inspect.signature(bulk).parameters:  # a hook that can use the worker's GPU
+                made = list(bulk(kwargs, device=tasks[members[0]].device))
+            else:
+                made = list(bulk(kwargs))
         except Exception:  # one bad spec: every instance loads alone, with its own row
             continue
         if len(made) != len(members):

@@ -149,17 +149,21 @@ def bulk_threads() -> int:
     return max(1, min(8, cpus))
 
 
-def _bulk(make_one: Any, fill: Any, kwargs_list: list[dict[str, Any]]) -> list[CostMatrix]:
+def _bulk(
+    make_one: Any, fill: Any, kwargs_list: list[dict[str, Any]], gpu_fill: Any = None
+) -> list[CostMatrix]:
     """Instances of a generator for each of ``kwargs_list`` (its keyword arguments).
 
     Instances of equal shape and dtype share one ``(B, n, n)`` array, filled by
     ``fill(stack, i, **kwargs)``; each instance is a view of its block, in the order of
-    ``kwargs_list`` (consecutive blocks: :func:`~matchbench.families.lap.bulk.as_stack`
+    ``kwargs_list`` (consecutive blocks: :func:`~matchbench.families.lap.problem.stacked`
     gives the stack back without a copy). ``make_one`` (the generator, on its first
     arguments) checks the arguments and gives the name, family and params of an instance,
     whose matrix the stack's block replaces. A group of more than
     :data:`BULK_THREAD_BYTES` (of matrices of :data:`BULK_THREAD_MATRIX_BYTES` or more) is
     filled by :func:`bulk_threads` threads, each block by the same call as alone.
+    ``gpu_fill(block, kwargs, proto)``, where given, may fill a whole group on the GPU
+    instead (True: done; False: not a group it draws, the host fills it).
     """
     out: list[CostMatrix | None] = [None] * len(kwargs_list)
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -184,7 +188,9 @@ def _bulk(make_one: Any, fill: Any, kwargs_list: list[dict[str, Any]]) -> list[C
 
         large = block.nbytes > BULK_THREAD_BYTES and block[0].nbytes >= BULK_THREAD_MATRIX_BYTES
         threads = min(bulk_threads(), len(members)) if large else 1
-        if threads > 1:
+        if gpu_fill is not None and gpu_fill(block, [kwargs_list[i] for i in members], proto):
+            pass
+        elif threads > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             cuts = np.linspace(0, len(members), threads + 1).astype(int)
@@ -216,15 +222,43 @@ def _fill_uniform(
     )
 
 
-def uniform_bulk(kwargs_list: list[dict[str, Any]]) -> list[CostMatrix]:
+#: Bytes of a group of int32 matrices from which :func:`uniform_bulk` draws them on the GPU
+#: (``device="gpu"``).
+GPU_DRAW_BYTES = 1 << 20
+
+
+def _gpu_uniform(block: np.ndarray, kwargs: list[dict[str, Any]], proto: CostMatrix) -> bool:
+    """Draw a group of :func:`uniform` int32 matrices on the GPU
+    (:func:`~matchbench.families.lap.draw_gpu.draw_uniform_int32`); False where it does
+    not apply (another dtype, a small group, no usable GPU, a seed outside [0, 2**64))
+    or the GPU fails: the host draws the group then, the same values."""
+    hi = int(proto.params["high"])
+    seeds = [kw.get("seed", 1) for kw in kwargs]
+    if block.dtype != np.int32 or block.nbytes < GPU_DRAW_BYTES or not 1 <= hi <= 2**31 - 2:
+        return False
+    if not all(isinstance(s, int | np.integer) and not isinstance(s, bool) and 0 <= s < 2**64 for s in seeds):
+        return False
+    try:
+        from matchbench.families.lap.draw_gpu import draw_uniform_int32
+
+        draw_uniform_int32(block, [int(s) for s in seeds], hi)
+    except Exception:  # no CuPy or device, out of memory: NumPy draws the same values
+        return False
+    return True
+
+
+def uniform_bulk(kwargs_list: list[dict[str, Any]], device: str | None = None) -> list[CostMatrix]:
     """:func:`uniform` for each of ``kwargs_list`` at once (``uniform.matchbench_bulk``).
 
     Each instance is bit-identical to ``uniform(**kwargs)`` (tested): the same
     ``numpy.random.default_rng(seed)`` stream, drawn straight into its block of one
     ``(B, n, n)`` array, without the per-instance checks and objects of the one-by-one
     path (the arguments are checked once per group of equal ``n``, range and dtype).
+    ``device="gpu"`` (a GPU worker's batch) draws groups of int32 matrices of at least
+    :data:`GPU_DRAW_BYTES` on the GPU from the same seeds, value for value NumPy's
+    (:mod:`~matchbench.families.lap.draw_gpu`), into the same host block.
     """
-    return _bulk(uniform, _fill_uniform, kwargs_list)
+    return _bulk(uniform, _fill_uniform, kwargs_list, _gpu_uniform if device == "gpu" else None)
 
 
 uniform.matchbench_bulk = uniform_bulk  # type: ignore[attr-defined]

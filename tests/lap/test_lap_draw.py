@@ -1,0 +1,145 @@
+"""LAP matrices drawn on the GPU (issue #31): bit-identical to NumPy's one-by-one draws.
+
+``seed_words`` must be NumPy's SeedSequence for every seed; the kernel's parallel layout
+(each thread jumping PCG64 ahead, then striding) is run here by a model in Python
+integers, against NumPy's own ``integers``; on a GPU the kernel itself is compared.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from matchbench.families.lap import datasets as L
+from matchbench.families.lap.draw_gpu import draw_uniform_int32, seed_words
+
+SEEDS = [0, 1, 2, 17, 12345, 2**32 - 1, 2**32, 2**40 + 7, 2**63 + 5, 2**64 - 1]
+M64, M128 = (1 << 64) - 1, (1 << 128) - 1
+MULT = (2549297995355413924 << 64) + 4865540595714422341
+
+
+def test_seed_words_are_numpys_seed_sequence():
+    seeds = SEEDS + list(range(100, 400))
+    words = seed_words(seeds)
+    for k, s in enumerate(seeds):
+        assert (words[k] == np.random.SeedSequence(s).generate_state(4, np.uint64)).all(), s
+    with pytest.raises(ValueError, match=r"seeds must lie in \[0, 2\*\*64\), got -1"):
+        seed_words([3, -1])
+    with pytest.raises(ValueError, match="got 18446744073709551616"):
+        seed_words([2**64])
+
+
+def _jump(delta, inc):
+    """The affine map of ``delta`` steps, as the kernel's pcg_jump (pcg_advance_lcg_128)."""
+    acc_m, acc_p, cur_m, cur_p = 1, 0, MULT, inc
+    while delta:
+        if delta & 1:
+            acc_m, acc_p = acc_m * cur_m & M128, (acc_p * cur_m + cur_p) & M128
+        cur_p = (cur_m + 1) * cur_p & M128
+        cur_m = cur_m * cur_m & M128
+        delta >>= 1
+    return acc_m, acc_p
+
+
+def _kernel_model(seed, n, hi, threads):
+    """lap_draw_uniform_i32 for one block of ``threads`` threads, in Python integers:
+    (values, flagged)."""
+    w = [int(x) for x in seed_words([seed])[0]]
+    initstate, initseq = (w[0] << 64) | w[1], (w[2] << 64) | w[3]
+    inc = ((initseq << 1) | 1) & M128
+    s = ((inc + initstate) * MULT + inc) & M128
+    r = hi + 1
+    threshold = (0xFFFFFFFF - hi) % r
+    P = n * n
+    out, flagged = [0] * P, False
+    step_m, step_p = _jump(threads, inc)
+    for t in range(threads):
+        m, p = _jump(t + 1, inc)
+        st = (s * m + p) & M128
+        for q in range(t, (P + 1) // 2, threads):
+            hi64, lo64 = st >> 64, st & M64
+            rot, x = hi64 >> 58, hi64 ^ lo64
+            x = ((x >> rot) | (x << (64 - rot))) & M64 if rot else x
+            for half in (0, 1):
+                if 2 * q + half < P:
+                    prod = ((x >> 32) if half else (x & 0xFFFFFFFF)) * r
+                    flagged |= (prod & 0xFFFFFFFF) < threshold
+                    out[2 * q + half] = prod >> 32
+            st = (st * step_m + step_p) & M128
+    return np.array(out, dtype=np.int64).reshape(n, n), flagged
+
+
+@pytest.mark.parametrize(("n", "hi", "threads"), [(1, 1, 4), (3, 9, 4), (5, 64, 3), (8, 5120, 32), (7, 2**30 + 3, 4)])
+def test_the_kernels_parallel_layout_draws_numpys_values(n, hi, threads):
+    flags = 0
+    for seed in SEEDS:
+        want = np.random.default_rng(seed).integers(0, hi + 1, size=(n, n), dtype=np.int32)
+        got, flagged = _kernel_model(seed, n, hi, threads)
+        flags += flagged
+        if not flagged:  # a rejection shifts the stream: the host draws those again
+            assert (got == want).all(), seed
+    if hi == 2**30 + 3:  # about a third of the draws are rejected at this range
+        assert flags >= len(SEEDS) - 2
+
+
+def test_draw_refuses_what_it_cannot_draw():
+    with pytest.raises(ValueError, match="int32"):
+        draw_uniform_int32(np.zeros((2, 3, 3), dtype=np.int64), [1, 2], 5)
+    with pytest.raises(ValueError, match="hi must lie in"):
+        draw_uniform_int32(np.zeros((2, 3, 3), dtype=np.int32), [1, 2], 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 65, 512])
+@pytest.mark.parametrize("cost_range", ["n", "10n", 2**30 + 3])
+def test_gpu_draws_are_bit_identical_to_numpy(n, cost_range):
+    seeds = SEEDS + list(range(1, 300 if n <= 65 else 20))
+    hi = L.cost_high(n, cost_range)
+    block = np.empty((len(seeds), n, n), dtype=np.int32)
+    again = draw_uniform_int32(block, seeds, hi)
+    for b, seed in enumerate(seeds):
+        want = np.random.default_rng(seed).integers(0, hi + 1, size=(n, n), dtype=np.int32)
+        assert block[b].tobytes() == want.tobytes(), (seed, n, cost_range)
+    if cost_range == 2**30 + 3 and n >= 2:
+        assert again > 0  # the host's redraw path ran
+
+
+@pytest.mark.gpu
+def test_bulk_on_the_gpu_gives_the_generators_instances():
+    kws = [{"n": 64, "cost_range": "n", "dtype": "int32", "seed": s} for s in range(1, 3001)]
+    kws += [{"n": 9, "cost_range": "10n", "seed": s} for s in (5, 6)]  # int32 default, another group
+    kws += [{"n": 8, "dtype": "int64", "seed": 3}]  # not drawn on the GPU
+    for kw, inst in zip(kws, L.uniform_bulk(kws, device="gpu"), strict=True):
+        one = L.uniform(**kw)
+        assert inst.costs.tobytes() == one.costs.tobytes() and (inst.name, inst.params) == (one.name, one.params)
+
+
+def test_bulk_asked_for_the_gpu_gives_the_generators_instances_wherever_it_runs():
+    # Without a usable GPU (CI) the group falls back to NumPy: the same instances.
+    kws = [{"n": 128, "cost_range": "n", "seed": s} for s in range(1, 20)]  # 1.2 MiB: asks the GPU
+    for kw, inst in zip(kws, L.uniform_bulk(kws, device="gpu"), strict=True):
+        assert inst.costs.tobytes() == L.uniform(**kw).costs.tobytes()
+
+
+def test_bulk_instances_tells_a_hook_its_tasks_device(monkeypatch):
+    from types import SimpleNamespace
+
+    from matchbench.runner import task as T
+
+    seen = []
+
+    def gen(n, seed=1):
+        return L.uniform(n, seed=seed)
+
+    def hook(kwargs_list, device=None):
+        seen.append(device)
+        return [gen(**kw) for kw in kwargs_list]
+
+    gen.matchbench_bulk = hook
+    monkeypatch.setattr("hydra.utils.get_method", lambda target: gen)
+    tasks = [
+        SimpleNamespace(instance_spec={"_target_": "x.gen", "n": 3, "seed": s}, device="gpu") for s in (1, 2)
+    ]
+    made = T.bulk_instances(tasks)
+    assert seen == ["gpu"] and sorted(made) == [0, 1]
+    assert made[1][0].costs.tobytes() == L.uniform(3, seed=2).costs.tobytes()
