@@ -38,10 +38,14 @@ _KEY_LOW = (1 << KEY_SHIFT) - 1
 #: Most id ranges (``rounds``) one iteration may take in turn (LV_ROUNDS_MAX: the setup
 #: kernel counts each range's buckets in shared memory).
 ROUNDS_MAX = 64
-#: The fewest vertices per id range: a stage of ``n`` vertices runs at most
-#: ``n // ROUND_MIN_VERTICES`` ranges (at least one), so small levels do not pay for
-#: launches that move few vertices each. Read at each stage (tests lower it).
-ROUND_MIN_VERTICES = 1 << 15
+#: The fewest CSR entries per id range: a stage's graph of ``nnz`` entries runs at most
+#: ``nnz // ROUND_MIN_ENTRIES`` ranges (at least one), so small levels (and the contracted
+#: levels of skewed graphs: many vertices, few edges) do not pay for launches that move few
+#: vertices each. Read at each stage (tests lower it).
+ROUND_MIN_ENTRIES = 1 << 18
+#: The least degree of a hub: a stage without a vertex of this degree (bucket 7's least)
+#: runs one range. Read at each stage (tests lower it).
+ROUND_HUB_DEGREE = 320
 
 def is_prime(x: int) -> bool:
     """Whether ``x`` is prime (deterministic Miller-Rabin, exact for every 64-bit ``x``)."""
@@ -105,14 +109,20 @@ def _keys(bucket: np.ndarray, degree: np.ndarray, last: int, group: Any = 0) -> 
     return (high.astype(np.uint64) << np.uint64(KEY_SHIFT)) | low.astype(np.uint64)
 
 
-def effective_rounds(n: int, rounds: int) -> int:
-    """The id ranges a stage of ``n`` vertices takes in turn: ``rounds``, at most one per
-    :data:`ROUND_MIN_VERTICES` vertices, at least one.
+def effective_rounds(nnz: int, max_degree: int, rounds: int) -> int:
+    """The id ranges a stage takes in turn: ``rounds``, at most one per
+    :data:`ROUND_MIN_ENTRIES` of its graph's ``nnz`` CSR entries, at least one; and one
+    when no vertex has degree :data:`ROUND_HUB_DEGREE` or more (no hub: the ranges serve
+    the order of hubs and their followers, and on graphs without hubs only cost launches).
 
-    >>> effective_rounds(10**6, 8), effective_rounds(10**5, 8), effective_rounds(10, 8)
-    (8, 3, 1)
+    >>> effective_rounds(10**7, 1000, 8), effective_rounds(10**6, 1000, 8)
+    (8, 3)
+    >>> effective_rounds(10, 1000, 8), effective_rounds(10**7, 319, 8)
+    (1, 1)
     """
-    return int(max(1, min(int(rounds), int(n) // max(1, ROUND_MIN_VERTICES))))
+    if int(max_degree) < ROUND_HUB_DEGREE:
+        return 1
+    return int(max(1, min(int(rounds), int(nnz) // max(1, ROUND_MIN_ENTRIES))))
 
 
 def round_of(n: int, rounds: int) -> np.ndarray:

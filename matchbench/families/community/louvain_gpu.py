@@ -160,7 +160,12 @@ class _DeviceLevels:
         self.size = cp.empty(n, dtype=cp.int32)
         self.prev = self.a2 = self.size2 = None
         self.flag = cp.empty(n, dtype=cp.uint8)
-        rounds = LB.effective_rounds(n, self.opts.rounds)
+        rounds = 1
+        if self.opts.rounds > 1 and nnz >= 2 * LB.ROUND_MIN_ENTRIES:
+            # ranges only for graphs with hubs: the largest degree decides (one more sync)
+            top = self._get(cp.max(self.ptr[1:] - self.ptr[:-1]).reshape(1))[0]
+            self._ops(2)
+            rounds = LB.effective_rounds(nnz, int(top), self.opts.rounds)
         key = cp.empty(n, dtype=cp.uint64)
         st = cp.zeros(_COUNTS + 8 * rounds, dtype=cp.uint64)
         self._ops(2)

@@ -174,7 +174,8 @@ class HostModel:
         self.touched = np.empty(n, dtype=np.int64)
         self.flag = np.ones(n, dtype=np.uint8)
         deg = np.diff(self.ptr)
-        rounds = LB.effective_rounds(n, self.opts.rounds)
+        top = int(deg.max()) if n else 0
+        rounds = LB.effective_rounds(self.nnz, top, self.opts.rounds)
         order = np.argsort(LB.move_keys(deg, rounds), kind="stable")
         counts = LB.move_counts(deg, rounds)
         self.steps = [order[s : s + c] for _, s, c in LB.move_steps(counts, self.opts.hub_chunks)]

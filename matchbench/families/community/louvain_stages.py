@@ -51,7 +51,9 @@ class Options:
     ----------
     rounds : int
         Split each stage's vertices into this many id ranges (at most one per
-        :data:`~matchbench.families.community.louvain_buckets.ROUND_MIN_VERTICES`), taken one
+        :data:`~matchbench.families.community.louvain_buckets.ROUND_MIN_ENTRIES` CSR
+        entries of the stage's graph, and one where no vertex has degree > 319:
+        :func:`~matchbench.families.community.louvain_buckets.effective_rounds`), taken one
         after another in every iteration, each with its degree buckets and commits: moves of
         one range see the committed moves of the ranges before, which brings the
         bucket-synchronous iteration nearer the sequential method's (on Kronecker graphs a
