@@ -37,6 +37,10 @@ class Verification:
     reference : float or None
         The optimum (exact families) when the verifier could establish it, for the
         ``reference_objective`` column.
+    columns : dict or None
+        Other result columns the verifier measured on the answer, by name (columns of
+        :data:`~matchbench.results.schema.SCHEMA`, e.g. ``nmi`` against a known truth,
+        ``disconnected_communities``).
     """
 
     verified: bool
@@ -44,6 +48,7 @@ class Verification:
     objective: float
     bound: float | None = None
     reference: float | None = None
+    columns: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # A certificate proves a finite answer; an infinite or NaN objective (an overflowed

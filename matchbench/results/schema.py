@@ -53,7 +53,9 @@ memory
 objective
     objective (the verifier's recomputation), objective_init (the shared initializer's),
     reference_objective (the optimum when known), bound (the certificate's bound),
-    verified, verify_reason
+    verified, verify_reason; nmi (community: normalized mutual information of the answer
+    against the instance's known communities, where it has them), disconnected_communities
+    (community: how many of the answer's communities are not connected) (schema 7)
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ from typing import Any
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: ``status`` values: ok, wrong (an answer its certificate rejects: ``verified`` false,
 #: the reason in ``verify_reason`` and ``error``), error (an exception, bad input, a
@@ -152,6 +154,9 @@ SCHEMA = pa.schema(
         ("bound", pa.float64()),
         ("verified", pa.bool_()),
         ("verify_reason", pa.string()),
+        # what a verifier measured beside the objective (Verification.columns)
+        ("nmi", pa.float64()),
+        ("disconnected_communities", pa.int64()),
     ],
     metadata={b"schema_version": str(SCHEMA_VERSION).encode()},
 )

@@ -408,6 +408,7 @@ def _verify(row: Row, ready: _Ready, solution: Any) -> None:
             objective=v.objective, bound=v.bound, reference_objective=v.reference,
             verified=v.verified, verify_reason=v.reason,
         )
+        row.update(_measured_columns(v))
         if not v.verified:
             row.update(status="wrong", error_type="wrong", error=f"certificate: {v.reason}"[:4000])
     except Exception as exc:
@@ -896,6 +897,15 @@ def _rows_table(
     return pa.Table.from_batches(parts, schema=SCHEMA)
 
 
+def _measured_columns(v: Any) -> Row:
+    """A verdict's :attr:`~matchbench.core.problem.Verification.columns`, those of the
+    results schema only (a name it lacks would not survive the writer)."""
+    from matchbench.results.schema import COLUMNS
+
+    extra = getattr(v, "columns", None)
+    return {k: val for k, val in extra.items() if k in COLUMNS} if extra else {}
+
+
 def _reported(solution: Any) -> bool:
     return isinstance(solution, ReportedObjective)
 
@@ -906,6 +916,7 @@ def _apply_verdict(row: Row, v: Any, seconds: float) -> None:
         objective=v.objective, bound=v.bound, reference_objective=v.reference,
         verified=v.verified, verify_reason=v.reason,
     )
+    row.update(_measured_columns(v))
     if not v.verified:
         row.update(status="wrong", error_type="wrong", error=f"certificate: {v.reason}"[:4000])
     row["t_verify_s"] = seconds

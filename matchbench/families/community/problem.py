@@ -74,6 +74,7 @@ from numba import njit
 from matchbench.core.errors import DatasetError
 from matchbench.core.problem import Problem, Verification
 from matchbench.families.community.connectivity import disconnected_communities
+from matchbench.families.community.truth import truth_nmi
 from matchbench.graphs.weighted import WeightedGraph
 
 __all__ = [
@@ -491,15 +492,17 @@ class Community(Problem):
                     q,
                 )
         split = disconnected_communities(instance, c)
+        measured = {"disconnected_communities": int(split.count), "nmi": truth_nmi(instance, c)}
         if split.count == 0:
-            return Verification(True, None, q)
+            return Verification(True, None, q, columns=measured)
         if claims_connected:
             return Verification(
                 False,
                 f"{where}: the answer claims connected communities, but {split.describe()}",
                 q,
+                columns=measured,
             )
-        return Verification(True, f"{DISCONNECTED_NOTE}: {split.describe()}", q)
+        return Verification(True, f"{DISCONNECTED_NOTE}: {split.describe()}", q, columns=measured)
 
 
 def _check_levels(levels: Any, community: np.ndarray) -> str | None:
