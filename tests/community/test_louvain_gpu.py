@@ -18,19 +18,32 @@ both commit modes:
   community structure (paper III, Sec. 5: within 2%), at least 0.95 on each.
 Self-loops (which aggregation makes) are given as ``loop`` on random graphs and must give
 the model's answer and the community module's Q with loops.
+
+The options beyond the paper (``louvain_stages.Options``), each alone and in the recommended
+combination (``conf/algorithm/louvain_gpu_fast.yaml``), keep every one of those properties:
+on integer weights the device makes the host model's moves with each of them, in both commit
+modes (the id ranges shrunk to 64 CSR entries and hubs to degree 8, so that ``rounds`` acts
+on these small graphs; and once at their real sizes on a Kronecker graph of 2^16 vertices);
+``aggregate="flat"`` builds the same contracted graphs as Alg. 3 (same later moves, same
+edge counts); every partition is certified, real weights included, and runs repeat.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+from omegaconf import OmegaConf
 
 from matchbench.core.params import configured
 from matchbench.families.community import datasets as D
+from matchbench.families.community import louvain_buckets as LB
 from matchbench.families.community import louvain_gpu as LG
 from matchbench.families.community.louvain import louvain
-from matchbench.families.community.louvain_gpu import LouvainGPU, louvain_gpu
+from matchbench.families.community.louvain_gpu import LouvainGPU, LouvainGPUFast, louvain_gpu
 from matchbench.families.community.louvain_model import louvain_gpu_model
+from matchbench.families.community.louvain_stages import Options
 from matchbench.families.community.problem import Community, CommunityGraph, modularity
 
 pytestmark = pytest.mark.gpu
@@ -300,3 +313,115 @@ def test_solver_life_cycle(graphs):
         assert all(np.array_equal(answers[0], a) for a in answers)
     ref = louvain_gpu(g)[0]
     assert np.array_equal(ref.community, answers[0]) or not _integer(g)
+
+
+# ---------------------------------------------------------------------------------------
+# Options beyond the paper
+
+ROOT = Path(__file__).resolve().parents[2]
+_FAST_CFG = OmegaConf.to_container(
+    OmegaConf.load(ROOT / "conf" / "algorithm" / "louvain_gpu_fast.yaml")
+)
+#: The recommended options (the preset's, without its paper parameters).
+FAST = {k: v for k, v in _FAST_CFG.items() if k in Options.__dataclass_fields__}
+VARIANTS = {
+    "rounds": {"rounds": 4},
+    "hub_chunks": {"hub_chunks": 3},
+    "rounds_chunks": {"rounds": 4, "hub_chunks": 3},
+    "prune": {"prune": True},
+    "pickless": {"pickless": 2},
+    "t_drop": {"t_drop": 10.0, "bin_limit": 50},
+    "aggregation_tolerance": {"aggregation_tolerance": 0.8},
+    "flat": {"aggregate": "flat"},
+    "fast": FAST,
+}
+#: The variants whose relaxed-commit path differs from the paper's (the rest only reorder
+#: launches when every move of an iteration is computed on its starting configuration).
+RELAXED = ("prune", "pickless", "rounds_chunks", "fast")
+CASES = [(v, "bucket") for v in sorted(VARIANTS)] + [(v, "iteration") for v in RELAXED]
+
+
+@pytest.fixture
+def small_ranges(monkeypatch):
+    """Id ranges of 64 CSR entries and hubs of degree 8 (read by both backends at each
+    stage), so that ``rounds`` acts on the small graphs."""
+    monkeypatch.setattr(LB, "ROUND_MIN_ENTRIES", 64)
+    monkeypatch.setattr(LB, "ROUND_HUB_DEGREE", 8)
+
+
+@pytest.mark.parametrize(("variant", "commit"), CASES)
+def test_every_option_gives_the_host_models_answer(graphs, small_ranges, variant, commit):
+    kw = VARIANTS[variant]
+    n = 0
+    failures = []
+    for _kind, g, _ in graphs:
+        if not _integer(g):
+            continue
+        part, c, _ = louvain_gpu(g, commit=commit, **kw)
+        ref, rc, _ = louvain_gpu_model(g, commit=commit, **kw)
+        try:
+            _same_as_model(part, c, ref, rc)
+        except AssertionError as exc:
+            failures.append(f"{g.name}: {exc}")
+        n += 1
+    assert n >= 60
+    assert not failures, "\n".join(failures[:10])
+
+
+@pytest.mark.parametrize("variant", ["rounds_chunks", "prune", "flat", "fast"])
+def test_every_option_gives_certified_partitions(graphs, small_ranges, variant):
+    failures = []
+    for kind, g, _ in graphs:
+        part, c, _ = louvain_gpu(g, **VARIANTS[variant])
+        try:
+            _check_answer(g, part, c)
+            _check_stages(c)
+        except AssertionError as exc:
+            failures.append(f"{kind} {g.name}: {exc}")
+    assert not failures, "\n".join(failures)
+
+
+def test_options_reach_their_paths(graphs, small_ranges):
+    by_name = {g.name: g for _, g, _ in graphs}
+    g = by_name["dense"]
+    _, c, _ = louvain_gpu(g, **FAST)
+    _, paper, _ = louvain_gpu(g)
+    assert c["kernel_launches"] > paper["kernel_launches"]  # ranges and hub chunks
+    # the flat aggregation on communities of bucket 3
+    _, c, _ = louvain_gpu(by_name["star700"], aggregate="flat")
+    assert c["level_merge_buckets"][0][2] > 0
+
+
+def test_fast_matches_the_model_at_the_real_range_sizes():
+    """2^16 vertices, 1.8M CSR entries: 6 ranges, hubs in chunks, the flat aggregation."""
+    g = D.community_kron(16, seed=2)
+    assert g.ind.shape[0] >= 6 * LB.ROUND_MIN_ENTRIES
+    part, c, _ = louvain_gpu(g, **FAST)
+    ref, rc, _ = louvain_gpu_model(g, **FAST)
+    _same_as_model(part, c, ref, rc)
+    _check_answer(g, part, c)
+
+
+def test_options_runs_repeat_exactly(graphs, small_ranges):
+    for _kind, g, _ in graphs[:60]:
+        if _integer(g):
+            a, ca, _ = louvain_gpu(g, **FAST)
+            b, cb, _ = louvain_gpu(g, **FAST)
+            _same_as_model(a, ca, b, cb)
+
+
+def test_fast_solver_life_cycle(graphs):
+    g = next(g for _, g, _ in graphs if g.name.startswith("planted"))
+    s = configured(LouvainGPUFast)
+    assert s.name == "louvain_gpu_fast" and s.skip(g) == (False, None)
+    answers = []
+    for _ in range(2):
+        s.prepare(g)
+        s.run()
+        part = s.result()
+        assert P.verify(g, part).verified
+        answers.append(part.community)
+        assert 0 < s.memory_peak_bytes() <= s.estimate_bytes(g) + g.nbytes
+    if _integer(g):
+        assert np.array_equal(answers[0], answers[1])
+        assert np.array_equal(louvain_gpu(g, **FAST)[0].community, answers[0])

@@ -49,6 +49,20 @@ Choices where the text leaves room (same results unless said)
   compacted once after the three buckets.
 - Floating-point atomics make the last bits of sums depend on scheduling with real weights;
   with integer weights runs repeat exactly.
+
+Options beyond the paper (issue #33; :class:`~matchbench.families.community.louvain_stages.Options`)
+------------------------------------------------------------------------------------------
+Each is off by default and each keeps the moves deterministic, so the host model stays the
+oracle. An iteration is a list of *steps* (a bucket of an id range, or a chunk of a range's
+bucket 7: :func:`~matchbench.families.community.louvain_buckets.move_steps`), each a move
+kernel and a commit; ``rounds`` and ``hub_chunks`` make more steps (one more sync per stage
+reads the largest degree when ranges may apply), ``prune`` skips unflagged vertices in the
+move kernels and flags the movers' neighbours in the commits, ``pickless`` passes
+``lower_only`` to the move kernels, ``t_drop`` and ``aggregation_tolerance`` change only the
+host loop, and ``aggregate="flat"`` replaces the block-per-community merge of aggregation
+bucket 3 by a grid-wide hashing into one table per community (one more sync for their total
+size) and a compaction kernel. ``conf/algorithm/louvain_gpu_fast.yaml`` is the recommended
+combination (:class:`LouvainGPUFast`).
 """
 
 from __future__ import annotations
@@ -168,7 +182,7 @@ class _DeviceLevels:
             rounds = LB.effective_rounds(nnz, int(top), self.opts.rounds)
         key = cp.empty(n, dtype=cp.uint64)
         st = cp.zeros(_COUNTS + 8 * rounds, dtype=cp.uint64)
-        self._ops(2)
+        self._ops()
         self._launch(
             "louvain_setup",
             _grid(n, self.sms, BLOCK // 32),
