@@ -5,6 +5,9 @@ NumPy so that the driver (:mod:`matchbench.families.community.louvain_gpu`) can 
 launches, the host model (:mod:`matchbench.families.community.louvain_model`) can follow the
 same buckets, and the tests can check both against brute force and against the ``.cu``
 file's ``#define``s. Naim, Manne, Halappanavar & Tumeo, IPDPS 2017 (paper III), Sec. 4.1.
+Beyond the paper (issue #33): the id ranges and hub chunks that split an iteration into
+more steps (:func:`effective_rounds`, :func:`move_keys`, :func:`move_counts`,
+:func:`move_steps`), which both backends take from here.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ thresholds) over a *backend* that runs the steps: the device
 (:class:`matchbench.families.community.louvain_gpu._DeviceLevels`, CuPy and the kernels) or
 the host model (:class:`matchbench.families.community.louvain_model.HostModel`, numba).
 :func:`check_params` is the one check of the method's parameters, for the solver and both
-functions; :func:`finish` turns a run into the family's answer, counters and timings.
+functions (it returns the :class:`Options` beyond the paper, issue #33, one record for both
+backends); :func:`finish` turns a run into the family's answer, counters and timings.
 """
 
 from __future__ import annotations
