@@ -49,6 +49,7 @@ REDUCED: dict[str, list[str]] = {
     "peers_lap": ["dataset.n=24,40", "gpu.repetitions=2"],
     "peers_lap_batch": ["dataset.count=6", "run.batch=4", "gpu.repetitions=2"],
     "peers_community": ["dataset.scale=8", "gpu.repetitions=2"],
+    "louvain_sota": ["dataset=community_smoke", "gpu.repetitions=2"],
 }
 
 

@@ -53,9 +53,10 @@ memory
 objective
     objective (the verifier's recomputation), objective_init (the shared initializer's),
     reference_objective (the optimum when known), bound (the certificate's bound),
-    verified, verify_reason; nmi (community: normalized mutual information of the answer
-    against the instance's known communities, where it has them), disconnected_communities
-    (community: how many of the answer's communities are not connected) (schema 7)
+    verified, verify_reason; what a verifier measured beside the objective (schema 7): nmi
+    (normalized mutual information of the answer against the instance's known ground truth,
+    where it has one), disconnected_communities (how many of the answer's groups are not
+    connected)
 """
 
 from __future__ import annotations
