@@ -13,6 +13,7 @@ import json
 import math
 import os
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import IO, Any, ClassVar
 
@@ -56,6 +57,12 @@ class Verification:
         if self.verified and (self.objective is None or not math.isfinite(float(self.objective))):
             self.verified = False
             self.reason = f"objective {self.objective!r} is not finite (an overflowed sum)"
+
+
+#: The device a certificate may use: ``"gpu"`` while the runner certifies the answers of a
+#: GPU task (whose process holds the device already), else ``"cpu"``; a verifier with a
+#: GPU path for large inputs takes it only then, so that CPU workers never open a GPU.
+VERIFY_DEVICE: ContextVar[str] = ContextVar("matchbench_verify_device", default="cpu")
 
 
 @dataclass(frozen=True)

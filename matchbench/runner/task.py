@@ -851,14 +851,19 @@ def _verify_pending(pending: list[tuple[Row, _Ready, Any, int]], seconds: dict[i
     its answers' shares of the call."""
     if not pending:
         return
+    from matchbench.core.problem import VERIFY_DEVICE
+
     t0 = time.perf_counter()
     problem = pending[0][1].problem
+    device = VERIFY_DEVICE.set("gpu" if pending[0][1].gpu else "cpu")
     try:
         verdicts = problem.verify_batch([p[1].instance for p in pending], [p[2] for p in pending])
         if len(verdicts) != len(pending):
             raise ValueError(f"verify_batch gave {len(verdicts)} verdicts for {len(pending)} answers")
     except Exception:
         verdicts = None
+    finally:
+        VERIFY_DEVICE.reset(device)
     share = (time.perf_counter() - t0) / len(pending)
     for k, (row, ready, solution, i) in enumerate(pending):
         if verdicts is None:

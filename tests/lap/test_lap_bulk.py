@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from matchbench.core.errors import DatasetError
+from matchbench.core.problem import VERIFY_DEVICE
 from matchbench.families.lap import datasets as L
 from matchbench.families.lap.problem import LAP, Assignment, CostMatrix
 from matchbench.families.lap.refs import HungarianTree, ScipyLSA
@@ -71,6 +72,17 @@ def test_bulk_instances_stack_back_without_a_copy():
     group = Group(dtype=costs[0].dtype, threads_per_block=32, smem_costs=False, members=[2, 3, 4], ns=[5] * 3)
     flat, meta = pack_group(costs, group)
     assert np.shares_memory(flat, costs[2]) and np.array_equal(flat, np.concatenate([c.ravel() for c in costs[2:5]]))
+
+
+def test_a_cpu_tasks_certificate_never_opens_the_gpu(monkeypatch):
+    # Outside a GPU task (VERIFY_DEVICE "cpu", the default) even a large stack stays on
+    # the host: CPU workers of a GPU machine must not take the device.
+    from matchbench.families.lap import problem
+
+    monkeypatch.setattr(problem, "GPU_CERTIFY_BYTES", 0)
+    monkeypatch.setattr(problem, "_certify_on_gpu", lambda: pytest.fail("asked for the GPU"))
+    inst = L.uniform(5, seed=1)
+    assert PROBLEM.verify_batch([inst], [_solve(ScipyLSA, inst)])[0].verified
 
 
 def test_bulk_generation_of_mixed_arguments_keeps_the_order():
@@ -146,8 +158,9 @@ def _mutations(inst, good):
 
 @pytest.fixture(params=["host", pytest.param("gpu", marks=pytest.mark.gpu)])
 def certificate(request, monkeypatch):
-    """Where verify_batch runs the family's stack certificate (certify_stack): on the
-    host, or on the GPU for every stack (its threshold lowered to 0 bytes)."""
+    """Where verify_batch runs the family's stack certificate (certify_stack) for a GPU
+    task: on the host (no usable GPU), or on the GPU for every stack (its threshold
+    lowered to 0 bytes)."""
     from matchbench.families.lap import bulk, problem
 
     seen: list[str] = []
@@ -162,7 +175,9 @@ def certificate(request, monkeypatch):
         monkeypatch.setattr(problem, "_certify_on_gpu", lambda: False)
     else:
         monkeypatch.setattr(problem, "GPU_CERTIFY_BYTES", 0)
+    device = VERIFY_DEVICE.set("gpu")  # as the runner sets it for a GPU task
     yield request.param
+    VERIFY_DEVICE.reset(device)
     if seen:  # the stacks went where asked (no silent fall-back to the host)
         assert set(seen) == {"numpy" if request.param == "host" else "cupy"}, seen
 

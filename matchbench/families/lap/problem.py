@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from matchbench.core.errors import DatasetError
-from matchbench.core.problem import Problem, Verification, save_instance_npz
+from matchbench.core.problem import VERIFY_DEVICE, Problem, Verification, save_instance_npz
 
 #: Cost dtypes solved as given; other real dtypes are converted when that is lossless.
 COST_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
@@ -517,12 +517,13 @@ def _feasible_and_slack(
     ``perms``? By the family's stack certificate
     (:func:`matchbench.families.lap.bulk.certify_stack`, the one the array API's answers
     are checked with; imported here, as it imports this module). A stack of at least
-    :data:`GPU_CERTIFY_BYTES` is checked on the GPU where one is usable (the same code
+    :data:`GPU_CERTIFY_BYTES`, certified for a GPU task
+    (:data:`~matchbench.core.problem.VERIFY_DEVICE`), is checked on the GPU (the same code
     through CuPy, on a copy of the host arrays: 500 LAPs of n = 512 took 2.5 ms each on
     the host of an H200), and on the host if that fails."""
     from matchbench.families.lap.bulk import certify_stack
 
-    if costs.nbytes >= GPU_CERTIFY_BYTES and _certify_on_gpu():
+    if costs.nbytes >= GPU_CERTIFY_BYTES and VERIFY_DEVICE.get() == "gpu" and _certify_on_gpu():
         try:
             import cupy as cp
 
