@@ -25,7 +25,8 @@ numbers in the comments below are those of Algorithm A.2 as we read it:
   alone, ``dH = 0``, is one of them).
 - ``AggregateGraph`` (lines 44-48): one node per refined community, edges summed, the
   edges inside a refined community its self-loop (the community module's loop
-  convention).
+  convention): the sequential Louvain's contraction
+  (:func:`matchbench.families.community.louvain._contract`), run on the refined labels.
 
 Every community is connected at the end (a node only joins a sub-community it has an edge
 to, so every node of every aggregate is a connected set of vertices, and the algorithm
@@ -50,6 +51,7 @@ from matchbench.core.params import (
 )
 from matchbench.families.community.louvain import (
     _CommunityCPU,
+    _contract,
     _csr64,
     _quality,
     _renumber,
@@ -303,52 +305,6 @@ def _pieces(n, ptr, ind, comm):
 
 
 @njit(cache=True, nogil=True)
-def _aggregate(n, ptr, ind, w, loop, lab, k):
-    """Alg. A.2 AggregateGraph (lines 44-48): the graph of the ``k`` refined communities.
-
-    The refined communities' members bucketed (counting sort), then each one's edges
-    summed per neighbouring community; the edges inside and the members' loops become its
-    loop (each inside edge seen from both ends: half of it each time). Rows in the order
-    the neighbours are first met (unsorted: nothing here needs sorted rows). Returns the
-    new ``(ptr, ind, w, loop)``.
-    """
-    start = np.zeros(k + 1, dtype=np.int64)
-    for i in range(n):
-        start[lab[i] + 1] += 1
-    for c in range(k):
-        start[c + 1] += start[c]
-    pos = start[:k].copy()
-    members = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        members[pos[lab[i]]] = i
-        pos[lab[i]] += 1
-    nptr = np.zeros(k + 1, dtype=np.int64)
-    nind = np.empty(ind.shape[0], dtype=np.int64)
-    nw = np.empty(ind.shape[0], dtype=np.float64)
-    nloop = np.zeros(k, dtype=np.float64)
-    slot = np.full(k, -1, dtype=np.int64)  # where neighbour d sits in the current row
-    e = 0
-    for c in range(k):
-        row = e
-        for t in range(start[c], start[c + 1]):
-            x = members[t]
-            nloop[c] += loop[x]
-            for p in range(ptr[x], ptr[x + 1]):
-                d = lab[ind[p]]
-                if d == c:
-                    nloop[c] += 0.5 * w[p]
-                elif slot[d] < row:
-                    slot[d] = e
-                    nind[e] = d
-                    nw[e] = w[p]
-                    e += 1
-                else:
-                    nw[slot[d]] += w[p]
-        nptr[c + 1] = e
-    return nptr, nind[:e].copy(), nw[:e].copy(), nloop
-
-
-@njit(cache=True, nogil=True)
 def _lift(n, lab, comm, k):
     """Line 8: the aggregate's initial partition, ``P[lab[v]] = comm[v]``."""
     out = np.empty(k, dtype=np.int64)
@@ -477,7 +433,7 @@ def _iteration(
             stats["fallbacks"] += 1
         t2 = time.perf_counter()
         timings["refine"] += t2 - t1
-        ptr, ind, w, loop = _aggregate(n, ptr, ind, w, loop, lab, n_ref)  # line 7
+        ptr, ind, w, loop = _contract(n, ptr, ind, w, loop, lab, n_ref)  # line 7 (AggregateGraph, lines 44-48)
         comm = _lift(n, lab, comm, n_ref)  # line 8: P kept on the aggregate
         levels.append(lab)
         n = n_ref
