@@ -308,10 +308,21 @@ def test_every_gpu_solver_skips_what_cannot_fit_with_its_estimate(monkeypatch, n
         attributes: dict = {}
         compute_capability = "90"
 
+        def __init__(self, device=None):  # cupy.cuda.Device(device=None)
+            pass
+
+    from matchbench.gpu import common
+
     monkeypatch.setattr(cupy.cuda.runtime, "memGetInfo", lambda: (need - 1, 80 << 30))
     monkeypatch.setattr(cupy.cuda.runtime, "getDeviceCount", lambda: 1)
     monkeypatch.setattr(cupy.cuda, "Device", OneDevice)
-    skip, reason = solver.skip(instance)
+    # the attributes are read once per device and process: neither the real ones nor the
+    # fake's may outlive this test
+    common._device_attributes.cache_clear()
+    try:
+        skip, reason = solver.skip(instance)
+    finally:
+        common._device_attributes.cache_clear()
     assert skip and f"needs about {need} bytes of GPU memory" in reason and f"{need - 1} free" in reason, reason
 
 
