@@ -532,10 +532,13 @@ def test_fast_config_instantiates_with_its_options():
     opts = {k: v for k, v in cfg.items() if k in Options.__dataclass_fields__}
     assert Options(**opts).changed() and set(Options(**opts).changed()) <= set(s.params)
     assert s.variant() != configured(LouvainGPU).variant()
-    # the faithful config names every option at its default: its variant is unchanged
+    # the faithful config leaves every option to the solver's default, the paper's value:
+    # its variant and task ids are those of the runs made before the options
     base = OmegaConf.load(ROOT / "conf" / "algorithm" / "louvain_gpu.yaml")
-    assert set(Options.__dataclass_fields__) <= set(base)
-    assert Options(**{k: base[k] for k in Options.__dataclass_fields__}) == Options()
+    assert not set(Options.__dataclass_fields__) & set(base)
+    paper = instantiate(base)
+    assert paper.variant() == configured(LouvainGPU).variant()
+    assert all(paper.params.get(k, v) == v for k, v in vars(Options()).items())
 
 
 def test_pickless_iterations_ask_for_lower_ids_only():
