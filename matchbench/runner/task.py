@@ -346,13 +346,9 @@ def _timed_row(
         t_upload_s=share(measured.upload),
         t_process_s=share(measured.process),
     )
-    if encoded is None or "phases_json" not in encoded:
-        text = to_json({k: share(v) for k, v in phases.items()}) if phases else None
-        if encoded is not None:
-            encoded["phases_json"] = text
-    else:
-        text = encoded["phases_json"]
-    row["phases_json"] = text
+    row["phases_json"] = _once(
+        encoded, "phases_json", lambda: to_json({k: share(v) for k, v in phases.items()}) if phases else None
+    )
     row["t_e2e_s"] = e2e_seconds(row.get("t_init_s"), row["t_solve_s"])
     n_edges, t_solve = row.get("n_edges", ready.base.get("n_edges")), row["t_solve_s"]
     if n_edges is not None and t_solve is not None and t_solve > 0:
@@ -368,15 +364,18 @@ def _timed_row(
         host_syncs=counters.get("host_syncs"),
         iterations=counters.get("iterations", counters.get("phases")),
     )
-    if encoded is None or "counters_json" not in encoded:
-        text = to_json(counters) if counters else None
-        if encoded is not None:
-            encoded["counters_json"] = text
-    else:
-        text = encoded["counters_json"]
-    row["counters_json"] = text
+    row["counters_json"] = _once(encoded, "counters_json", lambda: to_json(counters) if counters else None)
     if gpu:
         row["gpu_mem_peak_bytes"] = solver.memory_peak_bytes() or int(ready.pool.total_bytes())
+
+
+def _once(encoded: dict[str, Any] | None, key: str, make: Callable[[], Any]) -> Any:
+    """``make()``, made once per ``encoded`` (a dict kept across the rows of one call)."""
+    if encoded is None:
+        return make()
+    if key not in encoded:
+        encoded[key] = make()
+    return encoded[key]
 
 
 #: ``verify_reason`` of an answer that is only a reported objective
