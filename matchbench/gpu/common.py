@@ -203,6 +203,16 @@ def device_memory_skip(need_bytes) -> tuple[bool, str | None]:
     return False, None
 
 
+def gpu_usable() -> bool:
+    """Whether CuPy can use a GPU in this process (False without CuPy, a driver or a device)."""
+    try:
+        import cupy
+
+        return bool(cupy.is_available())
+    except Exception:  # no CuPy, or a broken CUDA install
+        return False
+
+
 def device_info() -> dict[str, Any]:
     """GPU model, driver and runtime versions of the current device (provenance columns).
 

@@ -80,7 +80,7 @@ def test_a_cpu_tasks_certificate_never_opens_the_gpu(monkeypatch):
     from matchbench.families.lap import problem
 
     monkeypatch.setattr(problem, "GPU_CERTIFY_BYTES", 0)
-    monkeypatch.setattr(problem, "_certify_on_gpu", lambda: pytest.fail("asked for the GPU"))
+    monkeypatch.setattr("matchbench.gpu.common.gpu_usable", lambda: pytest.fail("asked for the GPU"))
     inst = L.uniform(5, seed=1)
     assert PROBLEM.verify_batch([inst], [_solve(ScipyLSA, inst)])[0].verified
 
@@ -172,7 +172,7 @@ def certificate(request, monkeypatch):
 
     monkeypatch.setattr(bulk, "certify_stack", spy)
     if request.param == "host":
-        monkeypatch.setattr(problem, "_certify_on_gpu", lambda: False)
+        monkeypatch.setattr("matchbench.gpu.common.gpu_usable", lambda: False)
     else:
         monkeypatch.setattr(problem, "GPU_CERTIFY_BYTES", 0)
     device = VERIFY_DEVICE.set("gpu")  # as the runner sets it for a GPU task

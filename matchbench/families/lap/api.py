@@ -238,12 +238,9 @@ def _check_values(xp: Any, c: Any) -> None:
 
 
 def _gpu_usable() -> bool:
-    try:
-        import cupy
+    from matchbench.gpu.common import gpu_usable
 
-        return bool(cupy.is_available())
-    except Exception:  # no CuPy, or a broken CUDA install
-        return False
+    return gpu_usable()
 
 
 def _solve(xp: Any, c: Any, maximize: bool, tpb: int) -> BatchAssignment:

@@ -23,7 +23,6 @@ to within ``2 * n * atol``.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 from collections.abc import Sequence
@@ -500,16 +499,6 @@ def stacked(arrays: Sequence[np.ndarray]) -> np.ndarray:
 GPU_CERTIFY_BYTES = 8 << 20
 
 
-@functools.cache
-def _certify_on_gpu() -> bool:
-    try:
-        import cupy
-
-        return bool(cupy.is_available())
-    except Exception:  # no CuPy, or a broken CUDA install
-        return False
-
-
 def _feasible_and_slack(
     costs: np.ndarray, perms: np.ndarray, u: np.ndarray, v: np.ndarray
 ) -> np.ndarray:
@@ -522,8 +511,9 @@ def _feasible_and_slack(
     through CuPy, on a copy of the host arrays: 500 LAPs of n = 512 took 2.5 ms each on
     the host of an H200), and on the host if that fails."""
     from matchbench.families.lap.bulk import certify_stack
+    from matchbench.gpu import common
 
-    if costs.nbytes >= GPU_CERTIFY_BYTES and VERIFY_DEVICE.get() == "gpu" and _certify_on_gpu():
+    if costs.nbytes >= GPU_CERTIFY_BYTES and VERIFY_DEVICE.get() == "gpu" and common.gpu_usable():
         try:
             import cupy as cp
 
