@@ -536,20 +536,10 @@ class Leiden(_CommunityCPU):
         super().__init__(
             resolution=resolution, theta=theta, max_iterations=max_iterations, seed=seed
         )
-        self._compiled = False
-        self._csr: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def prepare(self, instance: WeightedGraph, init: Any | None = None) -> None:
-        if not self._compiled:  # numba compiles (or loads its cache) here, untimed
-            for theta in (0.0, 0.01):
-                leiden(_tiny(), theta=theta)
-            self._compiled = True
-        if self._graph is not instance:  # int64 indices, copied once per instance, untimed
-            self._csr = _csr64(instance)
-        self._graph = instance
-        self._answer = None
-        self._counters = {}
-        self._timings = {}
+    def _warm(self) -> None:
+        for theta in (0.0, 0.01):
+            leiden(_tiny(), theta=theta)
 
     def run(self) -> None:
         if self._csr is None:

@@ -469,6 +469,23 @@ class _CommunityCPU(BaseSolver):
         self._answer: Partition | None = None
         self._counters: dict[str, Any] = {}
         self._timings: dict[str, float] = {}
+        self._compiled = False
+        self._csr: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _warm(self) -> None:
+        """Run the method on a tiny graph in each of its compiled forms (numba)."""
+        raise NotImplementedError
+
+    def prepare(self, instance: WeightedGraph, init: Any | None = None) -> None:
+        if not self._compiled:  # numba compiles (or loads its cache) here, untimed
+            self._warm()
+            self._compiled = True
+        if self._graph is not instance:  # int64 indices, copied once per instance, untimed
+            self._csr = _csr64(instance)
+        self._graph = instance
+        self._answer = None
+        self._counters = {}
+        self._timings = {}
 
     def result(self) -> Partition:
         if self._answer is None:
@@ -516,20 +533,10 @@ class Louvain(_CommunityCPU):
             relaxed=relaxed,
             max_iterations=max_iterations,
         )
-        self._compiled = False
-        self._csr: tuple[int, np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def prepare(self, instance: WeightedGraph, init: Any | None = None) -> None:
-        if not self._compiled:  # numba compiles (or loads its cache) here, untimed
-            for relaxed in (False, True):
-                louvain(_tiny(), relaxed=relaxed)
-            self._compiled = True
-        if self._graph is not instance:  # int64 indices, copied once per instance, untimed
-            self._csr = _csr64(instance)
-        self._graph = instance
-        self._answer = None
-        self._counters = {}
-        self._timings = {}
+    def _warm(self) -> None:
+        for relaxed in (False, True):
+            louvain(_tiny(), relaxed=relaxed)
 
     def run(self) -> None:
         if self._csr is None:
