@@ -342,6 +342,8 @@ def test_joint_solve_rows_as_columns_equal_the_dict_rows(tmp_path, monkeypatch):
         assert (
             r["batch_size"] == 5 and r["t_solve_s"] == pytest.approx(0.8 / 5) and r["t_total_s"] > 0
         )
+        # the instance's own initialization counts in its columnar row as in its dict row
+        assert r["t_init_s"] is not None and r["t_e2e_s"] == pytest.approx(r["t_solve_s"] + r["t_init_s"])
         assert (r["status"], r["verified"]) == (
             ("wrong", False) if r["instance"].endswith(wrong) else ("ok", True)
         )

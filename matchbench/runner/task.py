@@ -15,7 +15,7 @@ import inspect
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -85,10 +85,11 @@ _ROW_KEYS = {
 }
 
 
-def task_base(task: Task) -> Row:
-    """Identity columns known before the instance is loaded."""
+def task_base(task: Task, params: bool = True) -> Row:
+    """Identity columns known before the instance is loaded (``params``: with
+    ``instance_params``, which a loaded instance's own columns replace)."""
     spec = task.instance_spec
-    return {
+    base = {
         **task.provenance,
         "task_id": task.task_id,
         "algorithm": task.algorithm,
@@ -101,8 +102,10 @@ def task_base(task: Task) -> Row:
         "instance": spec.get("name") or spec.get("path") or spec.get("_target_", "?").rsplit(".", 1)[-1],
         "rcp": bool(spec.get("rcp", False)),
         "dataset_seed": spec.get("seed"),
-        "instance_params": to_json(spec),
     }
+    if params:
+        base["instance_params"] = to_json(spec)
+    return base
 
 
 def _instance_columns(instance: Any, spec: dict[str, Any], key: str | None = None) -> Row:
@@ -149,6 +152,17 @@ def new_solver(cfg: dict[str, Any]) -> Any:
 
 
 @dataclass
+class _Shared:
+    """What the instances of one batch share, found once for all of them by
+    :func:`_prepare`: the worker's columns, and whether the pool was freed and the
+    kernels compiled."""
+
+    worker: dict[str, Row] = field(default_factory=dict)
+    freed: bool = False
+    compiled: dict[tuple[str, ...], float] = field(default_factory=dict)
+
+
+@dataclass
 class _Ready:
     """One loaded instance of a task, with its solver and initial answer, ready to solve."""
 
@@ -168,12 +182,15 @@ def _prepare(
     loaded: Callable[[Row], None] | None = None,
     solver: Any | None = None,
     preloaded: tuple[Any, float] | None = None,
+    shared: _Shared | None = None,
 ) -> _Ready | None:
     """Load, check, skip, initialize and compile for one task; None after an error row.
 
     ``solver``: one to use instead of a fresh one from ``task.algorithm_cfg`` (a batch
     shares one). ``preloaded``: the instance and its ``t_load_s``, made in bulk with the
     other instances of a batch (:func:`bulk_instances`), instead of loading it here.
+    ``shared``: kept across the instances of a batch, which then read the worker's
+    columns, free the GPU pool and check the compiled kernels once, not per instance.
     Every failure is written through ``out`` as the task's row.
     """
     from hydra.utils import instantiate
@@ -181,11 +198,21 @@ def _prepare(
     from matchbench.datasets import load
     from matchbench.runner.provenance import worker_provenance
 
-    base = task_base(task)
+    base = task_base(task, params=False)
+
+    def fail(row: Row) -> None:
+        row.setdefault("instance_params", to_json(task.instance_spec))
+        out(row)
+
     try:
-        base.update(worker_provenance(task.device))
+        worker = shared.worker.get(task.device) if shared is not None else None
+        if worker is None:
+            worker = worker_provenance(task.device)
+            if shared is not None:
+                shared.worker[task.device] = worker
+        base.update(worker)
     except Exception as exc:
-        out(error_row(base, exc, stage="device"))
+        fail(error_row(base, exc, stage="device"))
         return None
 
     # load (cached per process: repetitions and other algorithms reuse the instance)
@@ -198,7 +225,7 @@ def _prepare(
             base["t_load_s"] = time.perf_counter() - t0
         base.update(_instance_columns(instance, task.instance_spec, task.instance_key))
     except Exception as exc:
-        out(error_row(base, exc, stage="load"))
+        fail(error_row(base, exc, stage="load"))
         return None
     if loaded is not None:
         loaded(dict(base))
@@ -207,23 +234,23 @@ def _prepare(
     if problem is None:  # once per process: a batch of small instances asks per instance
         problem = _problems[task.problem] = get_problem(task.problem)
     if getattr(instance, "problem", task.problem) != task.problem:
-        out(error_row(base, f"{task.algorithm} solves {task.problem!r} but instance "
+        fail(error_row(base, f"{task.algorithm} solves {task.problem!r} but instance "
                             f"{base['instance']} is a {instance.problem!r} instance", stage="plan"))
         return None
 
     try:
         if solver is None:
             solver = new_solver(task.algorithm_cfg)
-        if task.device == "gpu":
+        if task.device == "gpu" and not (shared is not None and shared.freed):
             # The blocks an earlier task (an OOM's included) left in CuPy's pool count as
             # used in the free memory that skip() weighs the solver's estimate against.
             _gpu_pool().free_all_blocks()
         skip, reason = solver.skip(instance)
     except Exception as exc:
-        out(error_row(base, exc, stage="solver"))
+        fail(error_row(base, exc, stage="solver"))
         return None
     if skip:
-        out(error_row(base, reason or "skipped", status="skipped"))
+        fail(error_row(base, reason or "skipped", status="skipped"))
         return None
 
     try:
@@ -246,7 +273,7 @@ def _prepare(
             base["t_init_s"] = time.perf_counter() - t0
             base["objective_init"] = problem.initial_objective(init)
     except Exception as exc:
-        out(error_row(base, exc, stage="initialize"))
+        fail(error_row(base, exc, stage="initialize"))
         return None
 
     gpu = task.device == "gpu"
@@ -255,16 +282,22 @@ def _prepare(
         from matchbench.gpu import kernels
 
         pool = _gpu_pool()
-        pool.free_all_blocks()
-        families = task.kernel_families
-        try:
-            kernels.precompile(families)  # a no-op where the worker plugin already compiled
-        except Exception as exc:
-            out(error_row(base, exc, stage="compile"))
-            return None
-        # NVRTC time this process spent on the task's kernels, whether the worker plugin
-        # paid it before the first task or this task did: never inside a timed region.
-        base["t_compile_s"] = sum(kernels.compile_seconds.get(f, 0.0) for f in families)
+        families = tuple(task.kernel_families)
+        compiled = shared.compiled.get(families) if shared is not None else None
+        if compiled is None:
+            pool.free_all_blocks()
+            try:
+                kernels.precompile(families)  # a no-op where the worker plugin already compiled
+            except Exception as exc:
+                fail(error_row(base, exc, stage="compile"))
+                return None
+            # NVRTC time this process spent on the task's kernels, whether the worker plugin
+            # paid it before the first task or this task did: never inside a timed region.
+            compiled = sum(kernels.compile_seconds.get(f, 0.0) for f in families)
+            if shared is not None:
+                shared.compiled[families] = compiled
+                shared.freed = True
+        base["t_compile_s"] = compiled
     return _Ready(task, base, instance, problem, solver, init, gpu, pool)
 
 
@@ -317,9 +350,27 @@ def _timed_row(
     totals, and ``counters_json`` also carries ``batch_solve_s``, the call's whole solve
     time. The rate columns are those the family declares
     (:attr:`~matchbench.core.problem.Problem.rate_columns`), per second of the call.
-    ``encoded``: a dict kept across the rows of one call, which then encode its
-    ``phases_json`` and ``counters_json`` once (the same for every row of the call).
+    ``encoded``: a dict kept across the rows of one call, which then make the columns
+    that all its rows share (:func:`_call_columns`: times, counters, their JSON) once.
     """
+    row.update(_once(encoded, "call", lambda: _call_columns(ready, measured, seconds, n)))
+    if measured.init is not None:  # a GPU initializer or preprocessing, run by the solver
+        row["t_init_s"] = measured.init / n
+        value = measured.counters.get("init_objective")
+        if n > 1:  # one objective per instance, or none that this row can own
+            value = value[index] if isinstance(value, list | tuple) and len(value) == n else None
+        row["objective_init"] = value
+        if row.get("init", ready.base.get("init")) is None:  # no initializer: the solver's own preprocessing
+            row["init"] = getattr(ready.solver, "init_label", None)
+    t_solve = row["t_solve_s"]
+    row["t_e2e_s"] = e2e_seconds(row.get("t_init_s", ready.base.get("t_init_s")), t_solve)
+    n_edges = row.get("n_edges", ready.base.get("n_edges"))
+    if n_edges is not None and t_solve is not None and t_solve > 0:
+        row["edges_per_s"] = float(n_edges) / float(t_solve)
+
+
+def _call_columns(ready: _Ready, measured: Measurements, seconds: tuple[float, float, float], n: int) -> Row:
+    """The columns that every row of one timed call shares (:func:`_timed_row`)."""
     prepare_s, run_s, result_s = seconds
     gpu, solver = ready.gpu, ready.solver
     counters = measured.counters
@@ -327,46 +378,33 @@ def _timed_row(
     def share(x: Any) -> Any:
         return x / n if isinstance(x, int | float) and not isinstance(x, bool) else x
 
-    if measured.init is not None:  # a GPU initializer or preprocessing, run by the solver
-        row["t_init_s"] = share(measured.init)
-        value = counters.get("init_objective")
-        if n > 1:  # one objective per instance, or none that this row can own
-            value = value[index] if isinstance(value, list | tuple) and len(value) == n else None
-        row["objective_init"] = value
-        if row.get("init", ready.base.get("init")) is None:  # no initializer: the solver's own preprocessing
-            row["init"] = getattr(solver, "init_label", None)
     solve = measured.solve if measured.solve is not None else run_s
     transfer = measured.transfer if measured.transfer is not None else (result_s if gpu else None)
     phases = measured.phases
-    row.update(
-        status="ok",
-        t_prepare_s=share(prepare_s),
-        t_solve_s=share(solve),
-        t_transfer_s=share(transfer),
-        t_upload_s=share(measured.upload),
-        t_process_s=share(measured.process),
-    )
-    row["phases_json"] = _once(
-        encoded, "phases_json", lambda: to_json({k: share(v) for k, v in phases.items()}) if phases else None
-    )
-    row["t_e2e_s"] = e2e_seconds(row.get("t_init_s"), row["t_solve_s"])
-    n_edges, t_solve = row.get("n_edges", ready.base.get("n_edges")), row["t_solve_s"]
-    if n_edges is not None and t_solve is not None and t_solve > 0:
-        row["edges_per_s"] = float(n_edges) / float(t_solve)
+    cols: Row = {
+        "status": "ok",
+        "t_prepare_s": share(prepare_s),
+        "t_solve_s": share(solve),
+        "t_transfer_s": share(transfer),
+        "t_upload_s": share(measured.upload),
+        "t_process_s": share(measured.process),
+        "phases_json": to_json({k: share(v) for k, v in phases.items()}) if phases else None,
+    }
     for column, counter in ready.problem.rate_columns.items():
         count = counters.get(counter)
         if isinstance(count, int | float) and solve is not None and solve > 0:
-            row[column] = float(count) / float(solve)  # a count of the whole call
+            cols[column] = float(count) / float(solve)  # a count of the whole call
     if n > 1:
         counters = {**counters, "batch_solve_s": solve}
-    row.update(
+    cols.update(
         kernel_launches=counters.get("kernel_launches"),
         host_syncs=counters.get("host_syncs"),
         iterations=counters.get("iterations", counters.get("phases")),
+        counters_json=to_json(counters) if counters else None,
     )
-    row["counters_json"] = _once(encoded, "counters_json", lambda: to_json(counters) if counters else None)
     if gpu:
-        row["gpu_mem_peak_bytes"] = solver.memory_peak_bytes() or int(ready.pool.total_bytes())
+        cols["gpu_mem_peak_bytes"] = solver.memory_peak_bytes() or int(ready.pool.total_bytes())
+    return cols
 
 
 def _once(encoded: dict[str, Any] | None, key: str, make: Callable[[], Any]) -> Any:
@@ -631,12 +669,13 @@ def execute_batch(
         # no message per instance: two of them cost ~1 ms an instance (the parent reads
         # the child's memory at each one).
         per_item = tables is None
+        shared = _Shared()
         for i, task in enumerate(tasks):
             if per_item:
                 tell("item", i)
             t0 = time.perf_counter()
             ready = _prepare(task, out, (lambda base: tell("loaded", base)) if per_item else None,
-                             solver=solver, preloaded=made.get(i))
+                             solver=solver, preloaded=made.get(i), shared=shared)
             if i in made:
                 t0 -= made[i][1]  # its share of the bulk call
             if ready is None:
@@ -809,6 +848,7 @@ def _columnar_chunk(
     seconds: dict[int, float] = {}
     pending: list[tuple[Row, _Ready, Any, int]] = []
     slot_of: dict[int, int] = {}
+    shared = _Shared()
     for i in chunk:
         t0 = time.perf_counter()
         mine: list[Row] = []
@@ -818,7 +858,7 @@ def _columnar_chunk(
             row["batch_id"] = bid
             mine.append(row)
 
-        ready = _prepare(tasks[i], out, solver=solver, preloaded=made.get(i))
+        ready = _prepare(tasks[i], out, solver=solver, preloaded=made.get(i), shared=shared)
         if ready is not None:
             slot = len(bases)
             slot_of[i] = slot
