@@ -7,11 +7,18 @@ integers, against NumPy's own ``integers``; on a GPU the kernel itself is compar
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 
 from matchbench.families.lap import datasets as L
-from matchbench.families.lap.draw_gpu import draw_uniform_int32, seed_words
+from matchbench.families.lap.draw_gpu import (
+    draw_uniform_int32,
+    draw_uniform_int32_device,
+    seed_words,
+)
+from matchbench.families.lap.problem import Assignment, CostMatrix, DeviceCostMatrix
 
 SEEDS = [0, 1, 2, 17, 12345, 2**32 - 1, 2**32, 2**40 + 7, 2**63 + 5, 2**64 - 1]
 M64, M128 = (1 << 64) - 1, (1 << 128) - 1
@@ -109,9 +116,86 @@ def test_bulk_on_the_gpu_gives_the_generators_instances():
     kws = [{"n": 64, "cost_range": "n", "dtype": "int32", "seed": s} for s in range(1, 3001)]
     kws += [{"n": 9, "cost_range": "10n", "seed": s} for s in (5, 6)]  # int32 default, another group
     kws += [{"n": 8, "dtype": "int64", "seed": 3}]  # not drawn on the GPU
-    for kw, inst in zip(kws, L.uniform_bulk(kws, device="gpu"), strict=True):
+    made = L.uniform_bulk(kws, device="gpu")
+    # the large group stays on the device, the small ones are host arrays
+    assert all(isinstance(m, DeviceCostMatrix) for m in made[:3000])
+    assert not any(isinstance(m, DeviceCostMatrix) for m in made[3000:])
+    assert made[0].n == 64 and made[0].dtype == np.int32 and made[0]._host is None  # nothing copied yet
+    for kw, inst in zip(kws, made, strict=True):
         one = L.uniform(**kw)
         assert inst.costs.tobytes() == one.costs.tobytes() and (inst.name, inst.params) == (one.name, one.params)
+    back = pickle.loads(pickle.dumps(made[5]))
+    assert type(back) is CostMatrix and back.costs.tobytes() == made[5].costs.tobytes()
+
+
+@pytest.mark.gpu
+def test_device_stack_draws_are_numpys_with_the_redraws_in_place():
+    seeds, n, hi = list(range(1, 400)), 16, 2**30 + 3  # rejection-heavy: some blocks drawn again
+    stack = draw_uniform_int32_device(seeds, n, hi)
+    host = stack.get()
+    for b, seed in enumerate(seeds):
+        want = np.random.default_rng(seed).integers(0, hi + 1, size=(n, n), dtype=np.int32)
+        assert host[b].tobytes() == want.tobytes(), seed
+
+
+@pytest.mark.gpu
+def test_device_blocks_are_solved_and_certified_in_place():
+    from matchbench.families.lap.batch_gpu import HungarianBatchGPU
+    from matchbench.families.lap.problem import LAP
+
+    kws = [{"n": 64, "seed": s} for s in range(1, 601)]
+    made = L.uniform_bulk(kws, device="gpu")
+    solver = HungarianBatchGPU()
+    solver.prepare_batch(made)
+    assert solver._batch.dev[0]["C"].data.ptr == made[0].stack.data.ptr  # the stack itself, no copy
+    solver.run()
+    answers = solver.result_batch()
+    assert all(m._host is None for m in made)  # solved without a host copy
+    problem = LAP()
+    # wrong answers among them: a swapped assignment and a loosened dual
+    broken = list(answers)
+    a = answers[3]
+    broken[3] = Assignment(a.row_to_col[[1, 0, *range(2, 64)]].copy(), a.u, a.v)
+    broken[7] = Assignment(a.row_to_col, a.u + 1, a.v)
+    shuffled = [made[k] for k in (9, 2, 5)] + made[10:20]  # not consecutive blocks: a gather
+    verdicts = problem.verify_batch(made, broken) + problem.verify_batch(
+        shuffled, [broken[9], broken[2], broken[5], *broken[10:20]]
+    )
+    assert all(m._host is None for k, m in enumerate(made) if k not in (3, 7))  # certified on the device
+    alone = [problem.verify(L.uniform(**kw), b) for kw, b in zip(kws, broken, strict=True)]
+    alone += [alone[9], alone[2], alone[5], *alone[10:20]]
+    assert verdicts == alone
+    assert not verdicts[3].verified and not verdicts[7].verified and sum(v.verified for v in verdicts) == 611
+
+
+class _HostStack(np.ndarray):
+    """A host array with CuPy's ``get()``: a device stack's stand-in where there is no GPU."""
+
+    def get(self):
+        return np.array(self)
+
+
+def test_a_device_block_reads_as_a_cost_matrix_and_copies_only_when_asked():
+    from matchbench.families.lap.problem import LAP, device_block
+
+    host = np.random.default_rng(0).integers(0, 9, size=(4, 5, 5), dtype=np.int32)
+    stack = host.view(_HostStack)
+    insts = [DeviceCostMatrix(stack, b, f"m{b}", "lap_uniform", {"seed": b}) for b in range(4)]
+    m = insts[2]
+    assert (m.n, m.nbytes, m.dtype, m.problem) == (5, 100, np.dtype(np.int32), "lap") and m._host is None
+    assert m.describe()["n_edges"] == 25 and m._host is None
+    assert type(m.costs) is np.ndarray and m.costs.tobytes() == host[2].tobytes()
+    back = pickle.loads(pickle.dumps(m))  # what leaves the process is a plain instance
+    assert type(back) is CostMatrix and back.costs.tobytes() == host[2].tobytes() and back.name == "m2"
+    assert device_block(insts[1:3]).tobytes() == host[1:3].tobytes()  # consecutive: a view
+    assert device_block([insts[0], CostMatrix(host[1])]) is None
+    # answers without duals are certified on the host, from the copies
+    from scipy.optimize import linear_sum_assignment
+
+    perms = [linear_sum_assignment(h)[1] for h in host]
+    perms[1] = perms[1][::-1].copy()
+    verdicts = LAP().verify_batch(insts, perms)
+    assert verdicts == [LAP().verify(CostMatrix(h), p) for h, p in zip(host, perms, strict=True)]
 
 
 def test_bulk_asked_for_the_gpu_gives_the_generators_instances_wherever_it_runs():

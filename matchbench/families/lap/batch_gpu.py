@@ -55,7 +55,13 @@ import numpy as np
 
 from matchbench.core.params import MISSING, block_size, integer, renamed
 from matchbench.core.solver import BaseSolver
-from matchbench.families.lap.problem import Assignment, CostMatrix, dual_dtype, stacked
+from matchbench.families.lap.problem import (
+    Assignment,
+    CostMatrix,
+    device_block,
+    dual_dtype,
+    stacked,
+)
 
 #: Kernel name suffix per cost dtype (``lap_batch_sap[_smem]_<suffix>``).
 DTYPE_SUFFIX = {
@@ -420,7 +426,7 @@ class HungarianBatchGPU(BaseSolver):
         """Device bytes of one instance in a batch: its costs, its answer (row_to_col
         int32, u and v 8 bytes each), its meta row and stats."""
         n = instance.n
-        return int(instance.costs.nbytes + 20 * n + 3 * 8 + 2 * 8)
+        return int(instance.nbytes + 20 * n + 3 * 8 + 2 * 8)
 
     @classmethod
     def estimate_batch_bytes(cls, instances: list[CostMatrix]) -> int:
@@ -435,7 +441,7 @@ class HungarianBatchGPU(BaseSolver):
         except Exception as exc:  # no CuPy, no driver or no device
             return True, f"no usable CUDA device: {exc}"
         n = instance.n
-        need_smem = smem_bytes(n, instance.costs.dtype.itemsize, False)
+        need_smem = smem_bytes(n, instance.dtype.itemsize, False)
         if need_smem > limit:
             return True, (
                 f"n = {n} needs {need_smem} bytes of shared memory per block, more than "
@@ -541,14 +547,22 @@ class HungarianBatchGPU(BaseSolver):
 
         limit = _smem_limit()
         groups = plan_groups(
-            [(inst.n, inst.costs.dtype) for inst in instances],
+            [(inst.n, inst.dtype) for inst in instances],
             threads_per_block=self.params["threads_per_block"],
             smem_cost_bytes=self.params["smem_cost_bytes"],
             smem_limit=limit,
         )
         b = _Batch(instances, groups)
-        costs = [inst.costs for inst in instances]
+        costs: list[np.ndarray] | None = None
         for g in groups:
+            # blocks of one GPU stack (a GPU task's bulk-made instances): solved in place
+            block = device_block([instances[k] for k in g.members])
+            if block is not None and len(set(g.ns)) == 1 and block.dtype == g.dtype:
+                b.dev.append(device_launch(g, block.reshape(-1), group_meta(g)))
+                b.meta_host.append(group_meta(g))
+                continue
+            if costs is None:
+                costs = [inst.costs for inst in instances]
             flat, meta = pack_group(costs, g)
             b.dev.append(device_launch(g, cp.asarray(flat), meta))
             b.meta_host.append(meta)

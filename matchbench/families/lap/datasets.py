@@ -36,7 +36,12 @@ import numpy as np
 from matchbench.core import limits
 from matchbench.core.paths import missing_file
 from matchbench.datasets import dataset, sizes
-from matchbench.families.lap.problem import CostMatrix, DatasetError, validate_costs
+from matchbench.families.lap.problem import (
+    CostMatrix,
+    DatasetError,
+    DeviceCostMatrix,
+    validate_costs,
+)
 
 #: Named cost ranges of Date & Nagi 2016, Sec. 6.2 (after Balas et al. 1991).
 COST_RANGES = ("n/10", "n", "10n")
@@ -150,7 +155,7 @@ def bulk_threads() -> int:
 
 
 def _bulk(
-    make_one: Any, fill: Any, kwargs_list: list[dict[str, Any]], gpu_fill: Any = None
+    make_one: Any, fill: Any, kwargs_list: list[dict[str, Any]], gpu_draw: Any = None
 ) -> list[CostMatrix]:
     """Instances of a generator for each of ``kwargs_list`` (its keyword arguments).
 
@@ -162,8 +167,11 @@ def _bulk(
     whose matrix the stack's block replaces. A group of more than
     :data:`BULK_THREAD_BYTES` (of matrices of :data:`BULK_THREAD_MATRIX_BYTES` or more) is
     filled by :func:`bulk_threads` threads, each block by the same call as alone.
-    ``gpu_fill(block, kwargs, proto)``, where given, may fill a whole group on the GPU
-    instead (True: done; False: not a group it draws, the host fills it).
+    ``gpu_draw(kwargs, proto)``, where given, may draw a whole group on the GPU instead:
+    it returns the group's ``(B, n, n)`` device stack, whose blocks become the instances
+    (:class:`~matchbench.families.lap.problem.DeviceCostMatrix`: solved and certified
+    there, copied to the host only if something reads ``costs``), or None where it does
+    not draw that group (the host fills it).
     """
     out: list[CostMatrix | None] = [None] * len(kwargs_list)
     groups: dict[tuple[Any, ...], list[int]] = {}
@@ -176,6 +184,14 @@ def _bulk(
     for key, members in groups.items():
         proto = protos[key]
         n, dt = proto.n, proto.costs.dtype
+        seed0 = proto.params["seed"]
+        stem = proto.name[: -len(f"_s{seed0}")]
+        stack = gpu_draw([kwargs_list[i] for i in members], proto) if gpu_draw is not None else None
+        if stack is not None:
+            for b, i in enumerate(members):
+                seed = kwargs_list[i].get("seed", 1)
+                out[i] = DeviceCostMatrix(stack, b, f"{stem}_s{seed}", proto.family, dict(proto.params, seed=seed))
+            continue
         block = np.empty((len(members), n, n), dtype=dt)
 
         def draw(
@@ -188,9 +204,7 @@ def _bulk(
 
         large = block.nbytes > BULK_THREAD_BYTES and block[0].nbytes >= BULK_THREAD_MATRIX_BYTES
         threads = min(bulk_threads(), len(members)) if large else 1
-        if gpu_fill is not None and gpu_fill(block, [kwargs_list[i] for i in members], proto):
-            pass
-        elif threads > 1:
+        if threads > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             cuts = np.linspace(0, len(members), threads + 1).astype(int)
@@ -199,8 +213,6 @@ def _bulk(
                     done.result()  # the first error of a block, as alone
         else:
             draw(0, len(members))
-        seed0 = proto.params["seed"]
-        stem = proto.name[: -len(f"_s{seed0}")]
         for b, i in enumerate(members):
             seed = kwargs_list[i].get("seed", 1)
             params = dict(proto.params, seed=seed)
@@ -227,24 +239,23 @@ def _fill_uniform(
 GPU_DRAW_BYTES = 1 << 20
 
 
-def _gpu_uniform(block: np.ndarray, kwargs: list[dict[str, Any]], proto: CostMatrix) -> bool:
-    """Draw a group of :func:`uniform` int32 matrices on the GPU
-    (:func:`~matchbench.families.lap.draw_gpu.draw_uniform_int32`); False where it does
-    not apply (another dtype, a small group, no usable GPU, a seed outside [0, 2**64))
-    or the GPU fails: the host draws the group then, the same values."""
+def _gpu_uniform(kwargs: list[dict[str, Any]], proto: CostMatrix) -> Any | None:
+    """A group of :func:`uniform` int32 matrices drawn on the GPU, the device stack
+    (:func:`~matchbench.families.lap.draw_gpu.draw_uniform_int32_device`); None where it
+    does not apply (another dtype, a small group, no usable GPU, a seed outside
+    [0, 2**64)) or the GPU fails: the host draws the group then, the same values."""
     hi = int(proto.params["high"])
     seeds = [kw.get("seed", 1) for kw in kwargs]
-    if block.dtype != np.int32 or block.nbytes < GPU_DRAW_BYTES or not 1 <= hi <= 2**31 - 2:
-        return False
+    if proto.costs.dtype != np.int32 or len(seeds) * proto.costs.nbytes < GPU_DRAW_BYTES or not 1 <= hi <= 2**31 - 2:
+        return None
     if not all(isinstance(s, int | np.integer) and not isinstance(s, bool) and 0 <= s < 2**64 for s in seeds):
-        return False
+        return None
     try:
-        from matchbench.families.lap.draw_gpu import draw_uniform_int32
+        from matchbench.families.lap.draw_gpu import draw_uniform_int32_device
 
-        draw_uniform_int32(block, [int(s) for s in seeds], hi)
+        return draw_uniform_int32_device([int(s) for s in seeds], proto.n, hi)
     except Exception:  # no CuPy or device, out of memory: NumPy draws the same values
-        return False
-    return True
+        return None
 
 
 def uniform_bulk(kwargs_list: list[dict[str, Any]], device: str | None = None) -> list[CostMatrix]:
@@ -256,7 +267,8 @@ def uniform_bulk(kwargs_list: list[dict[str, Any]], device: str | None = None) -
     path (the arguments are checked once per group of equal ``n``, range and dtype).
     ``device="gpu"`` (a GPU worker's batch) draws groups of int32 matrices of at least
     :data:`GPU_DRAW_BYTES` on the GPU from the same seeds, value for value NumPy's
-    (:mod:`~matchbench.families.lap.draw_gpu`), into the same host block.
+    (:mod:`~matchbench.families.lap.draw_gpu`), and leaves them there: those instances are
+    :class:`~matchbench.families.lap.problem.DeviceCostMatrix` blocks of the stack.
     """
     return _bulk(uniform, _fill_uniform, kwargs_list, _gpu_uniform if device == "gpu" else None)
 

@@ -113,6 +113,55 @@ def _generate_state(pool: list[np.ndarray]) -> np.ndarray:
     )
 
 
+def _launch(seeds: list[int], n: int, hi: int) -> tuple[Any, np.ndarray]:
+    """The kernel's ``(B, n, n)`` device stack and the indices of its blocks with a
+    rejected draw (to be drawn again by NumPy); waits for the device."""
+    import cupy as cp
+
+    from matchbench.gpu.kernels import get_module
+
+    if not 1 <= int(hi) <= 2**31 - 2:
+        raise ValueError(f"draw_uniform_int32: hi must lie in [1, 2**31 - 2], got {hi!r}")
+    n, B = int(n), len(seeds)
+    if n < 1:
+        raise ValueError(f"draw_uniform_int32: n must be positive, got {n}")
+    out = cp.empty((B, n, n), dtype=cp.int32)
+    if B == 0:
+        return out, np.zeros(0, dtype=np.int64)
+    words = cp.asarray(seed_words(seeds))
+    flags = cp.zeros(B, dtype=cp.int32)
+    kern = get_module("lap_draw").get_function("lap_draw_uniform_i32")
+    grid = min(B, 65535)
+    kern((grid,), (THREADS,), (words, np.int64(B), np.int64(n * n), np.uint32(hi), out, flags))
+    return out, np.flatnonzero(flags.get())  # .get() waits for the draw
+
+
+def _numpy_block(seed: int, n: int, hi: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, int(hi) + 1, size=(n, n), dtype=np.int32)
+
+
+def draw_uniform_int32_device(seeds: list[int], n: int, hi: int) -> Any:
+    """The ``(B, n, n)`` int32 device stack whose block ``b`` is
+    ``default_rng(seeds[b]).integers(0, hi + 1, (n, n), dtype=np.int32)``, value for value.
+
+    The rare block with a rejected draw (Lemire's method, module docstring) is drawn by
+    NumPy and uploaded into its place. Returns after the device finished (the draw's time
+    is the caller's, not the next kernel's).
+
+    Raises
+    ------
+    ValueError
+        For ``hi`` outside ``[1, 2**31 - 2]`` (the kernel's range) or ``n < 1``.
+    """
+    import cupy as cp
+
+    out, again = _launch(seeds, n, hi)
+    for b in again.tolist():
+        out[b] = cp.asarray(_numpy_block(seeds[b], int(n), hi))
+    cp.cuda.get_current_stream().synchronize()
+    return out
+
+
 def draw_uniform_int32(block: np.ndarray, seeds: list[int], hi: int) -> int:
     """Fill ``block[b]`` (int32, shape (B, n, n)) as ``default_rng(seeds[b]).integers(0, hi + 1,
     (n, n), dtype=np.int32)`` does; returns how many matrices were drawn again on the host.
@@ -123,25 +172,14 @@ def draw_uniform_int32(block: np.ndarray, seeds: list[int], hi: int) -> int:
         For a block that is not C-contiguous int32 (B, n, n), or ``hi`` outside
         ``[1, 2**31 - 2]`` (the kernel's range; 0 draws nothing in NumPy either).
     """
-    import cupy as cp
-
-    from matchbench.gpu.kernels import get_module
-
     if block.dtype != np.int32 or block.ndim != 3 or not block.flags.c_contiguous:
         raise ValueError(f"draw_uniform_int32: need a C-contiguous int32 (B, n, n) block, got {block.dtype} {block.shape}")
-    if not 1 <= int(hi) <= 2**31 - 2:
-        raise ValueError(f"draw_uniform_int32: hi must lie in [1, 2**31 - 2], got {hi!r}")
-    B, n = int(block.shape[0]), int(block.shape[1])
-    if B == 0:
-        return 0
-    words = cp.asarray(seed_words(seeds))
-    out = cp.empty((B, n, n), dtype=cp.int32)
-    flags = cp.zeros(B, dtype=cp.int32)
-    kern = get_module("lap_draw").get_function("lap_draw_uniform_i32")
-    grid = min(B, 65535)
-    kern((grid,), (THREADS,), (words, np.int64(B), np.int64(n * n), np.uint32(hi), out, flags))
-    out.get(out=block)
-    again = np.flatnonzero(flags.get())
-    for b in again:
-        block[b] = np.random.default_rng(seeds[b]).integers(0, int(hi) + 1, size=(n, n), dtype=np.int32)
+    if block.shape[1] != block.shape[2]:
+        raise ValueError(f"draw_uniform_int32: blocks must be square, got {block.shape}")
+    n = int(block.shape[1])
+    out, again = _launch(seeds, n, hi)
+    if block.shape[0]:
+        out.get(out=block)
+    for b in again.tolist():
+        block[b] = _numpy_block(seeds[b], n, hi)
     return int(again.size)

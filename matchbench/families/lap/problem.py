@@ -227,6 +227,11 @@ class CostMatrix:
         return int(self.costs.nbytes)
 
     @property
+    def dtype(self) -> np.dtype:
+        """The costs' dtype."""
+        return self.costs.dtype
+
+    @property
     def original_shape(self) -> tuple[int, int]:
         """(rows, cols) before padding."""
         r, c = self.params.get("padded_from", (self.n, self.n))
@@ -295,6 +300,75 @@ class CostMatrix:
             "n_cols": self.n,
             "n_edges": self.n * self.n,
         }
+
+
+class DeviceCostMatrix(CostMatrix):
+    """A :class:`CostMatrix` that is block ``index`` of a ``(B, n, n)`` stack on a GPU.
+
+    A GPU task's bulk-made instances are these (:func:`~matchbench.families.lap.datasets.uniform_bulk`
+    with ``device="gpu"``): drawn on the device, solved there in place by
+    :class:`~matchbench.families.lap.batch_gpu.HungarianBatchGPU` and certified there by
+    :meth:`LAP.verify_batch`, so that a batch's matrices never cross the bus. Everything
+    else sees a plain :class:`CostMatrix`: ``costs`` is the host copy, made on first use
+    (one block's copy), and a pickled instance is a plain :class:`CostMatrix` of it.
+
+    The stack is trusted as :func:`~matchbench.families.lap.datasets._trusted` trusts
+    a bulk block: square, C-contiguous, of a cost dtype, valid by construction.
+    """
+
+    def __init__(self, stack: Any, index: int, name: str, family: str, params: dict[str, Any]):
+        self.stack, self.index = stack, int(index)
+        self._host: np.ndarray | None = None
+        self.name, self.family, self.params = name, family, params
+
+    @property  # type: ignore[override]
+    def costs(self) -> np.ndarray:
+        if self._host is None:
+            self._host = self.stack[self.index].get()
+        return self._host
+
+    @costs.setter
+    def costs(self, value: np.ndarray) -> None:
+        self._host = value
+
+    @property
+    def n(self) -> int:
+        return int(self.stack.shape[1])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.stack[0].nbytes)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.stack.dtype)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_plain_cost_matrix, (self.costs, self.name, self.family, self.params))
+
+
+def _plain_cost_matrix(costs: np.ndarray, name: str, family: str, params: dict[str, Any]) -> CostMatrix:
+    inst = CostMatrix.__new__(CostMatrix)
+    inst.costs, inst.name, inst.family, inst.params = costs, name, family, params
+    return inst
+
+
+def device_block(instances: Sequence[Any]) -> Any | None:
+    """The ``(len(instances), n, n)`` device array of ``instances`` where all are
+    :class:`DeviceCostMatrix` blocks of one stack: a view where their blocks are
+    consecutive, else a gathered copy; None otherwise."""
+    if not instances or not all(isinstance(inst, DeviceCostMatrix) for inst in instances):
+        return None
+    stack = instances[0].stack
+    if any(inst.stack is not stack for inst in instances):
+        return None
+    idx = np.fromiter((inst.index for inst in instances), dtype=np.int64, count=len(instances))
+    lo = int(idx[0])
+    if np.array_equal(idx, np.arange(lo, lo + idx.size)):
+        return stack[lo : lo + idx.size]
+    import cupy as cp
+
+    return stack[cp.asarray(idx)]
 
 
 @dataclass
@@ -694,38 +768,85 @@ class LAP(Problem):
         if len(solutions) != k_all:
             raise ValueError(f"verify_batch: {k_all} instances but {len(solutions)} answers")
         out: list[Verification | None] = [None] * k_all
-        groups: dict[tuple[int, np.dtype, bool], list[int]] = {}
+        groups: dict[tuple[int, np.dtype, bool, int], list[int]] = {}
         for k, (inst, sol) in enumerate(zip(instances, solutions, strict=True)):
-            costs = getattr(inst, "costs", None)
             perm, u, v = _as_perm_and_duals(sol)
-            if not isinstance(costs, np.ndarray) or costs.ndim != 2:
-                continue
-            if costs.shape[0] != costs.shape[1]:
-                continue
-            n = costs.shape[0]
+            derived = u is None and v is None
+            # a GPU block with duals is certified where it lies; one without, on the host
+            on_device = isinstance(inst, DeviceCostMatrix) and not derived
+            if on_device:
+                n, dtype = inst.n, inst.dtype
+            else:
+                costs = getattr(inst, "costs", None)
+                if not isinstance(costs, np.ndarray) or costs.ndim != 2:
+                    continue
+                if costs.shape[0] != costs.shape[1]:
+                    continue
+                n, dtype = costs.shape[0], costs.dtype
             if not isinstance(perm, np.ndarray) or perm.shape != (n,):
                 continue
             if perm.dtype.kind not in "iu":
                 continue
-            derived = u is None and v is None
             if not derived:
                 if not (isinstance(u, np.ndarray) and isinstance(v, np.ndarray)):
                     continue
                 if u.shape != (n,) or v.shape != (n,):
                     continue
-                allowed = "i" if is_exact(costs) else "iuf"
+                allowed = "i" if dtype.kind in "iu" else "iuf"
                 if u.dtype.kind not in allowed or v.dtype.kind not in allowed:
                     continue
-            groups.setdefault((n, costs.dtype, derived), []).append(k)
-        for (n, dtype, derived), members in groups.items():
+            groups.setdefault((n, dtype, derived, id(inst.stack) if on_device else 0), []).append(k)
+        for (n, dtype, derived, stack), members in groups.items():
             step = max(1, VERIFY_CHUNK_BYTES // max(1, n * n * dtype.itemsize))
             for at in range(0, len(members), step):
                 part = members[at : at + step]
-                self._certify_stack(instances, solutions, part, n, derived, out)
+                if stack:
+                    self._certify_on_device(instances, solutions, part, n, out)
+                else:
+                    self._certify_stack(instances, solutions, part, n, derived, out)
         for k in range(k_all):
             if out[k] is None:
                 out[k] = self.verify(instances[k], solutions[k])
         return out  # type: ignore[return-value]
+
+    def _certify_on_device(
+        self, instances: Sequence[Any], solutions: Sequence[Any], part: list[int], n: int,
+        out: list[Verification | None],
+    ) -> None:
+        """:meth:`_certify_stack` of answers with duals to :class:`DeviceCostMatrix`
+        blocks of one stack, on its GPU: the costs stay there, the answers go up, only a
+        flag and the two objectives per instance come back. The same checks in the same
+        arithmetic (:func:`~matchbench.families.lap.bulk.certify_stack`, then primal ==
+        dual objective); answers it does not certify are left to :meth:`verify`."""
+        import cupy as cp
+
+        from matchbench.families.lap.bulk import certify_stack
+
+        answers = [_as_perm_and_duals(solutions[k]) for k in part]
+        costs = device_block([instances[k] for k in part])
+        with costs.device:
+            perms = cp.asarray(np.stack([a[0] for a in answers]).astype(np.int64))
+            u = cp.asarray(np.stack([a[1] for a in answers]))
+            v = cp.asarray(np.stack([a[2] for a in answers]))
+            good, _reasons = certify_stack(costs, perms, u, v)
+            rows = cp.arange(n)
+            safe = cp.where((perms >= 0) & (perms < n), perms, rows[None, :])
+            assigned = cp.take_along_axis(costs, safe[:, :, None], axis=2)[:, :, 0]
+            exact = costs.dtype.kind in "iu"
+            if exact:
+                primal = assigned.sum(axis=1, dtype=np.int64)
+                bound = u.astype(np.int64).sum(axis=1) + v.astype(np.int64).sum(axis=1)
+                good &= primal == bound
+            else:
+                primal = assigned.astype(np.float64).sum(axis=1)
+                bound = u.astype(np.float64).sum(axis=1) + v.astype(np.float64).sum(axis=1)
+                scale = cp.maximum(1.0, cp.abs(costs).reshape(len(part), -1).max(axis=1).astype(np.float64))
+                good &= cp.abs(bound - primal) <= n * FLOAT_RTOL * scale + 1e-12 * scale * n
+            good, primal, bound = good.get(), primal.get(), bound.get()
+        for b in np.flatnonzero(good):
+            gap = float(int(bound[b])) if exact else float(bound[b])
+            objective = float(int(primal[b])) if exact else float(primal[b])
+            out[part[b]] = Verification(True, None, objective, bound=gap, reference=gap)
 
     def _certify_stack(
         self, instances: Sequence[Any], solutions: Sequence[Any], part: list[int], n: int,
