@@ -24,6 +24,7 @@ that makes a generator return another graph for the same arguments must bump
 
 from __future__ import annotations
 
+import inspect
 import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -42,6 +43,7 @@ __all__ = [
     "grid",
     "kronecker",
     "rgg",
+    "rgg_bulk",
     "road",
     "unit_square_points",
 ]
@@ -132,11 +134,21 @@ def unit_square_points(n: int, seed: int) -> np.ndarray:
 
 def _strip_order(points: np.ndarray) -> np.ndarray:
     """Permutation that numbers points by horizontal strip, then by x (ceil(sqrt n) strips)."""
-    n = points.shape[0]
-    strips = math.isqrt(n - 1) + 1 if n > 1 else 1
-    strip = np.minimum((points[:, 1] * strips).astype(np.int64), strips - 1)
+    key, _ = _strip_key(points[:, 0], points[:, 1], _strips(points.shape[0]))
     # x < 1, so strip + x orders by strip first, then x: one argsort instead of a lexsort.
-    return np.argsort(strip + points[:, 0], kind="stable")
+    return np.argsort(key, kind="stable")
+
+
+def _strips(n: int) -> int:
+    """The strips of :func:`_strip_order` for ``n`` points."""
+    return math.isqrt(n - 1) + 1 if n > 1 else 1
+
+
+def _strip_key(x: np.ndarray, y: np.ndarray, strips: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(strip + x, strip)`` of the points ``(x, y)`` (arrays of any one shape): the sort
+    key of :func:`_strip_order` and the strip, ``floor(y * strips)``."""
+    strip = np.minimum((y * strips).astype(np.int64), strips - 1)
+    return strip + x, strip
 
 
 def kronecker(
@@ -256,6 +268,22 @@ def delaunay(scale: int, seed: int = 1) -> BipartiteGraph:
     return _from_symmetric_csr(a, name=f"delaunay_n{scale}", family="delaunay", params=params)
 
 
+def _rgg_args(scale: Any, seed: Any, radius_factor: Any) -> tuple[int, int, float, float]:
+    """:func:`rgg`'s arguments checked, and its radius: ``(scale, seed, radius_factor,
+    radius)``. One function, so that :func:`rgg_bulk` refuses and computes what rgg does."""
+    scale = check_int("rgg: scale", scale, 1, _MAX_SCALE)
+    seed = check_int("rgg: seed", seed, 0)
+    radius_factor = float(radius_factor)
+    if radius_factor <= 0:
+        raise DatasetError(f"rgg: radius_factor must be > 0, not {radius_factor}")
+    n = 1 << scale
+    return scale, seed, radius_factor, radius_factor * math.sqrt(math.log(n) / n)
+
+
+def _rgg_params(scale: int, seed: int, radius_factor: float, radius: float) -> dict[str, Any]:
+    return {"scale": scale, "seed": seed, "radius_factor": radius_factor, "radius": radius}
+
+
 def rgg(scale: int, seed: int = 1, radius_factor: float = 0.55) -> BipartiteGraph:
     """Random geometric graph of ``2**scale`` uniform random points in the unit square.
 
@@ -268,26 +296,295 @@ def rgg(scale: int, seed: int = 1, radius_factor: float = 0.55) -> BipartiteGrap
         Symmetric, no self-loops; expected degree about ``(n - 1) * pi * r**2`` less a
         boundary loss. Name ``rgg_n_2_{scale}_s{seed}``, family ``rgg``.
 
+    See Also
+    --------
+    rgg_bulk : many of these graphs at once, the same graphs.
+
     Notes
     -----
     As the DIMACS10 ``rgg_n_2_*_s0`` graphs of Deveci et al. 2013, Table 2, whose radius
     is ``0.55 * sqrt(ln n / n)``. Pairs come from ``scipy.spatial.cKDTree.query_pairs``.
     """
-    scale = check_int("rgg: scale", scale, 1, _MAX_SCALE)
-    seed = check_int("rgg: seed", seed, 0)
-    radius_factor = float(radius_factor)
-    if radius_factor <= 0:
-        raise DatasetError(f"rgg: radius_factor must be > 0, not {radius_factor}")
+    scale, seed, radius_factor, radius = _rgg_args(scale, seed, radius_factor)
     from scipy.spatial import cKDTree
 
     n = 1 << scale
-    radius = radius_factor * math.sqrt(math.log(n) / n)
     points = unit_square_points(n, seed)
     pairs = cKDTree(points).query_pairs(radius, output_type="ndarray")
-    params = {"scale": scale, "seed": seed, "radius_factor": radius_factor, "radius": radius}
+    params = _rgg_params(scale, seed, radius_factor, radius)
     return _symmetric_graph(
         pairs[:, 0], pairs[:, 1], n, name=f"rgg_n_2_{scale}_s{seed}", family="rgg", params=params
     )
+
+
+#: The keyword arguments of :func:`rgg` and their defaults (``empty``: required), for
+#: :func:`rgg_bulk`'s checks.
+_RGG_PARAMETERS = {k: p.default for k, p in inspect.signature(rgg).parameters.items()}
+
+#: Points of one chunk of :func:`rgg_bulk` (graphs of one scale and radius, made by one
+#: thread); a graph with more is made alone, by :func:`rgg`.
+RGG_BULK_POINTS = 1 << 16
+#: Candidate pairs :func:`rgg_bulk` tests at once: a few arrays of this many stay in cache.
+RGG_BULK_CANDIDATES = 1 << 17
+#: Bins of a point's height within its strip, for the reach of its disk into the strips above.
+_RGG_BINS = 64
+
+
+def rgg_bulk(kwargs_list: list[dict[str, Any]]) -> list[BipartiteGraph]:
+    """:func:`rgg` for each of ``kwargs_list`` (its keyword arguments), many graphs at once.
+
+    The hook ``matchbench_bulk`` of the MCM dataset function ``rgg``: for the thousands
+    of small graphs of a batch (``2**8`` to ``2**12`` vertices) it is several times
+    faster than one call of :func:`rgg` each (no k-d tree, no sort of the edges, no
+    Python per graph beyond its points and its object). Chunks of graphs of one scale and
+    radius are made by :func:`~matchbench.core.params.host_cores` threads; the graphs do
+    not depend on the number of threads.
+
+    Parameters
+    ----------
+    kwargs_list : list of dict
+        One dict of :func:`rgg` keyword arguments (``scale``, optionally ``seed`` and
+        ``radius_factor``) per graph.
+
+    Returns
+    -------
+    list of BipartiteGraph
+        In the order of ``kwargs_list``, each equal to ``rgg(**kwargs)``: the same
+        ``row_ptr``, ``row_ind``, ``col_ptr`` and ``col_ind`` (values and dtypes; four
+        arrays of its own), ``n_rows``, ``n_cols``, ``name``, ``family`` and ``params``.
+
+    Raises
+    ------
+    DatasetError
+        Naming ``rgg``, for an unknown or missing argument or one that :func:`rgg`
+        refuses; all are checked before any graph is made.
+
+    Notes
+    -----
+    Why each graph is rgg's, entry for entry:
+
+    - Points: :func:`unit_square_points` itself, per graph (its ``default_rng(seed)``
+      stream, its numbering by strip, then ``x``: :func:`_strip_order`).
+    - Candidates: each point ``p`` is paired with the later points of its strip up to
+      the cells (``x`` bins) its disk reaches, and with the points of the cells it
+      reaches in the strips above, all bounds widened by a margin far above their
+      rounding errors (:func:`_rgg_margin`), so that every pair within the radius is a
+      candidate exactly once, as ``(p, q)`` with ``p < q``. The numbering makes a
+      strip's cells one range of vertex numbers, so each point's candidates are a few
+      ranges, in increasing order. Should a chunk's numbering ever not be so (checked),
+      its graphs are made by :func:`rgg` instead.
+    - Test: a candidate is kept when ``dx * dx + dy * dy <= radius * radius``, the
+      arithmetic of ``cKDTree.query_pairs`` (``sqeuclidean_distance_double``, then
+      ``d <= upper_bound`` with ``upper_bound = r * r`` for ``p = 2``, ``eps = 0``),
+      rounded alike: NumPy neither fuses nor reorders the multiply-add, and the sum is
+      the same for ``(p, q)`` and ``(q, p)``. The tree also takes whole node pairs
+      whose bounding rectangles lie within the radius without a test per point; those
+      points are as close in exact arithmetic (the tests compare thousands of graphs).
+    - CSR: the kept pairs, in candidate order, are the upper triangle of the chunk's
+      block-diagonal adjacency matrix, each row's columns increasing; adding its
+      transpose (scipy, on canonical matrices) gives each row its columns in increasing
+      order without repeats: the canonical CSR of :func:`_symmetric_graph`. Each graph's
+      arrays are copied out of the chunk's in the dtype of
+      :func:`~matchbench.graphs.bipartite.index_dtype`, both directions equal.
+    - ``name``, ``family`` and ``params``: from the same checked arguments and radius
+      (:func:`_rgg_args`).
+    """
+    args = [_rgg_bulk_args(kw) for kw in kwargs_list]
+    out: list[BipartiteGraph | None] = [None] * len(args)
+    groups: dict[tuple[int, float], list[int]] = {}
+    for i, (scale, _, radius_factor, _) in enumerate(args):
+        if 1 << scale > RGG_BULK_POINTS:  # the tree's cost per graph is nothing there
+            out[i] = rgg(**kwargs_list[i])
+        else:
+            groups.setdefault((scale, radius_factor), []).append(i)
+    chunks = []
+    for (scale, _), members in groups.items():
+        n, radius = 1 << scale, args[members[0]][3]
+        strips, w, _ = _rgg_grid(n, radius)
+        # The ranges of a row grow with the strips it reaches: bounded too, for radii that
+        # reach across the square.
+        per = max(1, min(RGG_BULK_POINTS // n, 4 * RGG_BULK_POINTS // (n * (w + 2))))
+        for lo in range(0, len(members), per):
+            chunks.append(([(i, args[i]) for i in members[lo : lo + per]], n, radius))
+
+    def make(chunk: tuple[list[tuple[int, tuple[int, int, float, float]]], int, float]) -> None:
+        _rgg_chunk(*chunk, out)
+
+    threads = min(host_cores(), len(chunks))
+    if threads > 1:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(make, chunks))
+    else:
+        for chunk in chunks:
+            make(chunk)
+    return out  # type: ignore[return-value]
+
+
+def _rgg_bulk_args(kw: dict[str, Any]) -> tuple[int, int, float, float]:
+    """One argument dict of :func:`rgg_bulk` checked as :func:`rgg` checks its call."""
+    unknown = sorted(set(kw) - set(_RGG_PARAMETERS))
+    if unknown:
+        raise DatasetError(f"rgg: unexpected argument(s) {', '.join(map(repr, unknown))}")
+    full = {k: kw.get(k, d) for k, d in _RGG_PARAMETERS.items()}
+    missing = [k for k, v in full.items() if v is inspect.Parameter.empty]
+    if missing:
+        raise DatasetError(f"rgg: missing argument(s) {', '.join(map(repr, missing))}")
+    return _rgg_args(full["scale"], full["seed"], full["radius_factor"])
+
+
+def _rgg_margin(radius: float) -> float:
+    """Slack of :func:`rgg_bulk`'s candidate bounds: far above their rounding errors
+    (``1e-16`` relative, which a square root near 0 turns into ``1e-8``), far below a
+    cell."""
+    return 1e-6 * radius + 1e-9
+
+
+def _rgg_grid(n: int, radius: float) -> tuple[int, int, int]:
+    """``(strips, w, cells)`` of :func:`rgg_bulk` for ``n`` points: the strips of
+    :func:`_strip_order`, how many strips above its own a point's disk may reach, and
+    the ``x`` bins of the unit width (about eight a radius, at most ``8 * strips``)."""
+    strips = math.isqrt(n - 1) + 1 if n > 1 else 1
+    reach = (radius + _rgg_margin(radius)) * strips
+    # Strip numbers are floor(y * strips), rounded: a pair within the radius is at most
+    # ceil(reach) strips apart. NaN: none (no pair passes the test).
+    w = strips - 1 if not reach < strips - 1 else math.ceil(reach)
+    cells = 8 * strips if not radius * strips > 1 else max(1, int(8 / radius))
+    return strips, w, cells
+
+
+def _rgg_reach(strips: int, w: int, cells: int, radius: float) -> np.ndarray:
+    """``m[d, j]``: a point of bin ``j`` of its strip (its height there in
+    ``[j, j + 1) / _RGG_BINS`` of the strip) reaches, in the strip ``d`` above it, at
+    most ``m`` cells left and right of its own (-1: none); row 0: its own strip.
+
+    A point in cell ``c`` lies in ``[c, c + 1) / cells``; its neighbours within half
+    width ``H`` lie in ``c - m .. c + m`` with ``m = floor(H * cells) + 1``, rounding of
+    the cell numbers included. ``H = sqrt(r**2 - dy**2) + margin`` for the least ``dy``
+    to the strip, less a rounding error of the strips' edges.
+    """
+    margin = _rgg_margin(radius)
+    top = np.arange(1, _RGG_BINS + 1) / _RGG_BINS  # highest position in the bin
+    d = np.arange(w + 1)[:, None]
+    dy = np.maximum((d - top) / strips - 1e-9, 0.0)
+    dy[0] = 0.0
+    half = np.sqrt(np.maximum(radius * radius - dy * dy, 0.0)) + margin
+    with np.errstate(invalid="ignore", over="ignore"):
+        m = np.floor(np.minimum(half * cells, cells)) + 1  # at most a whole strip
+    return np.where(dy <= radius + margin, m, -1).astype(np.int64)
+
+
+def _rgg_chunk(
+    chunk: list[tuple[int, tuple[int, int, float, float]]],
+    n: int,
+    radius: float,
+    out: list[BipartiteGraph | None],
+) -> None:
+    """The graphs of ``chunk`` (``(index in out, checked arguments)``, all of ``n``
+    points and this radius) into ``out``; see :func:`rgg_bulk`."""
+    n_all = len(chunk) * n
+    xy = np.empty((n_all, 2))
+    for b, (_, (_, seed, _, _)) in enumerate(chunk):
+        xy[b * n : (b + 1) * n] = unit_square_points(n, seed)
+    x = np.ascontiguousarray(xy[:, 0])
+    y = np.ascontiguousarray(xy[:, 1])
+    del xy
+    strips, w, cells = _rgg_grid(n, radius)
+    # _strip_order's strip and key; xr = key - strip is x rounded as the key rounds it
+    # (exact subtraction), so that it never decreases along a strip's numbering.
+    ys = y * strips
+    strip = np.minimum(ys.astype(np.int64), strips - 1)
+    key = strip + x
+    xr = key - strip
+    height = np.minimum(((ys - strip) * _RGG_BINS).astype(np.int64), _RGG_BINS - 1)
+    del key, ys
+    cx = np.minimum((xr * cells).astype(np.int64), cells - 1)
+    del xr
+    # Cells numbered graph by graph, strip by strip, w empty strips after a graph's own.
+    row_base = (np.repeat(np.arange(len(chunk), dtype=np.int64) * (strips + w), n) + strip) * cells
+    cell = row_base + cx
+    if n_all > 1 and not bool(np.all(cell[1:] >= cell[:-1])):  # not numbered by strip, x
+        for i, (scale, seed, radius_factor, _) in chunk:
+            out[i] = rgg(scale, seed, radius_factor)
+        return
+    n_cells = len(chunk) * (strips + w) * cells
+    start = np.zeros(n_cells + 1, dtype=np.int64)
+    np.cumsum(np.bincount(cell, minlength=n_cells), out=start[1:])
+    del cell, strip
+
+    # Ranges [lo, hi) of each row's candidates: its own strip after it, then strips above.
+    reach = _rgg_reach(strips, w, cells, radius)
+    p = np.arange(n_all, dtype=np.int64)
+    lo = np.empty((n_all, w + 1), dtype=np.int64)
+    hi = np.empty((n_all, w + 1), dtype=np.int64)
+    lo[:, 0] = p + 1
+    hi[:, 0] = start[row_base + np.minimum(cx + int(reach[0, 0]), cells - 1) + 1]
+    for d in range(1, w + 1):
+        m = reach[d][height]
+        base = row_base + d * cells
+        lo[:, d] = start[base + np.maximum(cx - m, 0)]
+        hi[:, d] = start[base + np.minimum(cx + m, cells - 1) + 1]
+    del row_base, cx, height
+    lens = hi
+    lens -= lo
+    np.maximum(lens, 0, out=lens)
+    row_len = lens.sum(axis=1)
+    row_end = np.cumsum(row_len)
+
+    # The candidates of a cache-sized slice of rows at a time, in row and column order.
+    r2 = radius * radius  # cKDTree's upper bound for p = 2
+    ptr = np.empty(n_all + 1, dtype=np.int64)
+    cols: list[np.ndarray] = []
+    kept = 0
+    r0 = 0
+    while r0 < n_all:
+        before = int(row_end[r0 - 1]) if r0 else 0
+        r1 = max(r0 + 1, int(np.searchsorted(row_end, before + RGG_BULK_CANDIDATES, "right")))
+        seg_len = lens[r0:r1].ravel()
+        seg_end = np.cumsum(seg_len)
+        q = np.repeat(lo[r0:r1].ravel() - (seg_end - seg_len), seg_len)
+        q += np.arange(q.shape[0], dtype=np.int64)
+        rl = row_len[r0:r1]
+        dx = x[q]
+        dx -= np.repeat(x[r0:r1], rl)
+        dy = y[q]
+        dy -= np.repeat(y[r0:r1], rl)
+        dx *= dx
+        dy *= dy
+        dx += dy  # fl(fl(dx * dx) + fl(dy * dy)): cKDTree's sum
+        keep = dx <= r2
+        cols.append(q[keep])
+        counted = np.zeros(q.shape[0] + 1, dtype=np.int64)
+        np.cumsum(keep, out=counted[1:])
+        ptr[r0:r1] = kept + counted[row_end[r0:r1] - rl - before]
+        kept += int(counted[-1])
+        r0 = r1
+    ptr[n_all] = kept
+    upper = sp.csr_matrix(
+        (np.ones(kept, dtype=bool), np.concatenate(cols), ptr), shape=(n_all, n_all)
+    )
+    del cols
+    upper.has_sorted_indices = True
+    both = upper + upper.T.tocsr()
+    del upper
+    ptr, col = both.indptr, both.indices
+
+    for b, (i, (scale, seed, radius_factor, radius_b)) in enumerate(chunk):
+        p0 = b * n
+        e0, e1 = int(ptr[p0]), int(ptr[p0 + n])
+        idx = index_dtype(n, e1 - e0)
+        row_ptr = (ptr[p0 : p0 + n + 1] - e0).astype(idx)
+        row_ind = (col[e0:e1] - p0).astype(idx)
+        out[i] = BipartiteGraph(
+            n_rows=n,
+            n_cols=n,
+            row_ptr=row_ptr,
+            row_ind=row_ind,
+            col_ptr=row_ptr.copy(),
+            col_ind=row_ind.copy(),
+            name=f"rgg_n_2_{scale}_s{seed}",
+            family="rgg",
+            params=_rgg_params(scale, seed, radius_factor, radius_b),
+        )
 
 
 def _grid_edges(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:

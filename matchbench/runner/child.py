@@ -252,7 +252,9 @@ class TaskProcess:
         limit = tasks[0].time_limit_s if tasks else None
         rows: list[Row] = []
         notes: list[str] = []
-        pending = list(range(len(tasks)))
+        # instances without rows yet, in order; a dict, as each is removed by its number
+        # (a list's remove() shifted the rest: 0.1-0.2 s for a chunk of 10,000)
+        pending = dict.fromkeys(range(len(tasks)))
         joint = bool(batch.joint)
         bases: dict[int, Row] = {}
         # rows by task id: "finished" must not scan every row (quadratic in the batch)
@@ -293,7 +295,7 @@ class TaskProcess:
                         if tables is not None:
                             tables.append(table)
                         for j, _seconds in done_items:
-                            pending.remove(index[j])
+                            del pending[index[j]]
                         rep_deadline = float("inf")
                     elif kind == "start":
                         rep = int(payload)
@@ -313,7 +315,7 @@ class TaskProcess:
                         i, seconds = index[payload[0]], float(payload[1])
                         for r in by_tid.get(tasks[i].task_id, ()):
                             r["t_total_s"] = seconds
-                        pending.remove(i)
+                        del pending[i]
                     elif kind == "note":
                         notes.append(str(payload))
                     elif kind == "done":
@@ -327,7 +329,7 @@ class TaskProcess:
                 for i in list(pending):  # cannot happen: a child that forgot an instance
                     rows.append(dict(error_row(task_base(tasks[i]), "batch produced no rows for it"),
                                      batch_id=batch.batch_id))
-                    pending.remove(i)
+                    del pending[i]
             except (TaskTimeout, EOFError, OSError, ConnectionError) as exc:
                 timed_out = isinstance(exc, TaskTimeout)
                 code = None
@@ -346,7 +348,7 @@ class TaskProcess:
                     notes.append(f"the joint solve of {len(together)} instance(s) {what}; "
                                  "they were solved one by one")
                     continue
-                i = current if current is not None else pending[0]
+                i = current if current is not None else next(iter(pending))
                 tid = tasks[i].task_id
                 done = list(by_tid.get(tid, ()))
                 if timed_out and rep_deadline <= deadline:
@@ -371,7 +373,7 @@ class TaskProcess:
                 by_tid.setdefault(tid, []).append(row)
                 for r in by_tid[tid]:
                     r["t_total_s"] = seconds
-                pending.remove(i)
+                del pending[i]
         return rows, notes
 
     def _run(self, task: Task) -> list[Row]:

@@ -11,10 +11,12 @@ the solver is ``batchable``.
 
 from __future__ import annotations
 
+import gc
 import inspect
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -193,11 +195,6 @@ def _prepare(
     columns, free the GPU pool and check the compiled kernels once, not per instance.
     Every failure is written through ``out`` as the task's row.
     """
-    from hydra.utils import instantiate
-
-    from matchbench.datasets import load
-    from matchbench.runner.provenance import worker_provenance
-
     base = task_base(task, params=False)
 
     def fail(row: Row) -> None:
@@ -207,6 +204,8 @@ def _prepare(
     try:
         worker = shared.worker.get(task.device) if shared is not None else None
         if worker is None:
+            from matchbench.runner.provenance import worker_provenance
+
             worker = worker_provenance(task.device)
             if shared is not None:
                 shared.worker[task.device] = worker
@@ -221,6 +220,8 @@ def _prepare(
         if preloaded is not None:
             instance, base["t_load_s"] = preloaded
         else:
+            from matchbench.datasets import load
+
             instance = load(task.instance_spec, data_dir=task.data_dir)
             base["t_load_s"] = time.perf_counter() - t0
         base.update(_instance_columns(instance, task.instance_spec, task.instance_key))
@@ -255,6 +256,8 @@ def _prepare(
 
     try:
         if task.init_cfg:
+            from hydra.utils import instantiate
+
             initializer = instantiate(task.init_cfg, _convert_="all")
             base["init"] = initializer.label()
             make_init, warm_key = initializer, f"{task.problem}:{initializer.label()}"
@@ -612,6 +615,31 @@ def execute_batch(
     Each table is also sent as ``("chunk", (table, [(i, seconds), ...]))``: the rows of
     those instances, all at once.
     """
+    with _cyclic_gc_paused():
+        return _execute_batch(batch, send, tables)
+
+
+@contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Python's cycle collector paused (reference counting still frees everything else).
+
+    A batch holds a few dicts and objects per instance, all alive until its table is
+    made; the collector's passes over them, triggered by the allocations themselves, cost
+    a batch of 4,000 small LAPs about a quarter of its time on the host (measured with a
+    stand-in solver, 366 against 278 us an instance). Nothing of a batch forms cycles
+    that must be freed before it ends.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _execute_batch(batch: Batch, send: Callable[[str, Any], None] | None, tables: list[Any] | None
+                   ) -> tuple[list[Row], list[str]]:
     tasks = list(batch.tasks)
     bid = batch.batch_id
     rows: list[Row] = []

@@ -201,6 +201,6 @@ def test_skip_reasons():
     s = configured(HungarianBatchGPU)
     assert s.skip(make_instance("int_n", 600, 1)) == (False, None)
     too_big = LB.max_n(LB._smem_limit()) + 1
-    fake = types.SimpleNamespace(n=too_big, costs=np.zeros((1, 1), dtype=np.int32))
+    fake = types.SimpleNamespace(n=too_big, dtype=np.dtype(np.int32), nbytes=4 * too_big**2)
     skip, reason = s.skip(fake)
     assert skip and "shared memory" in reason and "cu_tree" in reason

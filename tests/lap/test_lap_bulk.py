@@ -222,6 +222,30 @@ def test_verify_batch_is_chunked_without_changing_verdicts(monkeypatch, certific
 # --------------------------------------------------------------------------- stack files
 
 
+@pytest.mark.parametrize("gpu", [pytest.param(True, marks=pytest.mark.gpu), False])
+def test_stack_file_for_a_gpu_task_gives_the_same_instances(tmp_path, gpu):
+    from matchbench.families.lap.problem import DeviceCostMatrix
+
+    data = np.random.default_rng(1).integers(0, 1000, size=(40, 128, 128), dtype=np.int32)  # 2.5 MiB
+    np.save(tmp_path / "s.npy", data)
+    np.save(tmp_path / "f.npy", data.astype(np.float32))  # not int32: read on the host
+    order = [*range(5, 30), 2, 0, 39]  # consecutive, then gathered
+    kws = [{"path": str(tmp_path / "s.npy"), "seed": i} for i in order]
+    kws += [{"path": str(tmp_path / "f.npy"), "seed": 3}]
+    made = L.stack_bulk(kws, device="gpu")
+    for kw, inst in zip(kws, made, strict=True):
+        one = L.stack(**kw)
+        assert inst.costs.tobytes() == one.costs.tobytes() and inst.costs.dtype == one.costs.dtype
+        assert (inst.name, inst.family, inst.params) == (one.name, one.family, one.params)
+    assert all(isinstance(m, DeviceCostMatrix) for m in made[:-1]) == gpu
+    assert not isinstance(made[-1], DeviceCostMatrix)
+    if gpu:
+        assert made[0].stack[3].get().tobytes() == data[8].tobytes()
+        assert made[-2].stack[made[-2].index].get().tobytes() == data[39].tobytes()
+    with pytest.raises(DatasetError, match="index 40 is outside"):
+        L.stack_bulk([{"path": str(tmp_path / "s.npy"), "seed": 40}], device="gpu")
+
+
 def test_stack_file_is_read_as_its_matrices(tmp_path):
     rng = np.random.default_rng(0)
     data = rng.integers(0, 100, size=(5, 4, 4), dtype=np.int32)

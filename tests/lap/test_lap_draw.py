@@ -140,12 +140,12 @@ def test_device_stack_draws_are_numpys_with_the_redraws_in_place():
 
 @pytest.mark.gpu
 def test_device_blocks_are_solved_and_certified_in_place():
-    from matchbench.families.lap.batch_gpu import HungarianBatchGPU
+    from matchbench.families.lap.batch_gpu import SMEM_COST_BYTES, HungarianBatchGPU
     from matchbench.families.lap.problem import LAP
 
     kws = [{"n": 64, "seed": s} for s in range(1, 601)]
     made = L.uniform_bulk(kws, device="gpu")
-    solver = HungarianBatchGPU()
+    solver = HungarianBatchGPU(threads_per_block=0, smem_cost_bytes=SMEM_COST_BYTES)
     solver.prepare_batch(made)
     assert solver._batch.dev[0]["C"].data.ptr == made[0].stack.data.ptr  # the stack itself, no copy
     solver.run()

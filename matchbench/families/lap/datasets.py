@@ -592,28 +592,65 @@ def _check_index(seed: Any, name: str) -> int:
     return int(seed)
 
 
-def stack_bulk(kwargs_list: list[dict[str, Any]]) -> list[CostMatrix]:
-    """:func:`stack` for each of ``kwargs_list``, mapping each file once (``stack.matchbench_bulk``)."""
+def stack_bulk(kwargs_list: list[dict[str, Any]], device: str | None = None) -> list[CostMatrix]:
+    """:func:`stack` for each of ``kwargs_list``, mapping each file once (``stack.matchbench_bulk``).
+
+    ``device="gpu"`` (a GPU worker's batch): the int32 matrices of a square ``.npy`` stack,
+    at least :data:`GPU_DRAW_BYTES` of them from one file, are read in one go and uploaded
+    as one device stack; the instances are its blocks
+    (:class:`~matchbench.families.lap.problem.DeviceCostMatrix`, their host copies kept),
+    solved and certified there without another upload. int32 costs need no check of their
+    values (every int32 is a valid cost), so the instances are those of :func:`stack`.
+    """
     maps: dict[str, np.ndarray] = {}
-    out = []
-    for kw in kwargs_list:
+    out: list[CostMatrix | None] = [None] * len(kwargs_list)
+    on_gpu: dict[str, list[int]] = {}
+    for i, kw in enumerate(kwargs_list):
         p = Path(kw["path"])
         if p.is_dir() or p.suffix != ".npy":
-            out.append(stack(**kw))
+            out[i] = stack(**kw)
             continue
         name = _stack_name(p)
         if str(p) not in maps:
             maps[str(p)] = _stack_map(p, name)
-        out.append(
-            _stack_item(
-                maps[str(p)],
-                _check_index(kw.get("seed", 0), name),
-                p,
-                name,
-                bool(kw.get("pad", False)),
-            )
-        )
-    return out
+        arr = maps[str(p)]
+        index = _check_index(kw.get("seed", 0), name)
+        if device == "gpu" and arr.dtype == np.dtype(np.int32) and arr.shape[1] == arr.shape[2] and index < arr.shape[0]:
+            on_gpu.setdefault(str(p), []).append(i)
+            continue
+        out[i] = _stack_item(arr, index, p, name, bool(kw.get("pad", False)))
+    for path, members in on_gpu.items():
+        arr, p = maps[path], Path(path)
+        name = _stack_name(p)
+        idx = np.array([int(kwargs_list[i].get("seed", 0)) for i in members], dtype=np.int64)
+        block = _device_stack(arr, idx) if len(members) * arr[0].nbytes >= GPU_DRAW_BYTES else None
+        for b, i in enumerate(members):
+            pad = bool(kwargs_list[i].get("pad", False))
+            if block is None:
+                out[i] = _stack_item(arr, int(idx[b]), p, name, pad)
+                continue
+            host, dev = block
+            params = {"path": str(p), "index": int(idx[b]), "pad": pad}
+            inst = DeviceCostMatrix(dev, b, f"{name}_i{int(idx[b])}", "lap_stack", params)
+            inst.costs = host[b]
+            out[i] = inst
+    return out  # type: ignore[return-value]
+
+
+def _device_stack(arr: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, Any] | None:
+    """Matrices ``idx`` of a mapped stack, read once (consecutive ones as one slice) and
+    uploaded as one device array: (host copy, device copy); None where the GPU fails."""
+    lo = int(idx[0])
+    if np.array_equal(idx, np.arange(lo, lo + idx.size)):
+        host = np.array(arr[lo : lo + idx.size])
+    else:
+        host = np.ascontiguousarray(arr[idx])
+    try:
+        import cupy as cp
+
+        return host, cp.asarray(host)
+    except Exception:  # no CuPy or device, out of memory: the host copies serve
+        return None
 
 
 stack.matchbench_bulk = stack_bulk  # type: ignore[attr-defined]

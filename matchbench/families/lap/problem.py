@@ -320,6 +320,8 @@ class DeviceCostMatrix(CostMatrix):
         self.stack, self.index = stack, int(index)
         self._host: np.ndarray | None = None
         self.name, self.family, self.params = name, family, params
+        # read per instance by the runner and the solver: plain numbers, not device views
+        self._n, self._dtype = int(stack.shape[1]), np.dtype(stack.dtype)
 
     @property  # type: ignore[override]
     def costs(self) -> np.ndarray:
@@ -333,15 +335,15 @@ class DeviceCostMatrix(CostMatrix):
 
     @property
     def n(self) -> int:
-        return int(self.stack.shape[1])
+        return self._n
 
     @property
     def nbytes(self) -> int:
-        return int(self.stack[0].nbytes)
+        return self._n * self._n * self._dtype.itemsize
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self.stack.dtype)
+        return self._dtype
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_plain_cost_matrix, (self.costs, self.name, self.family, self.params))

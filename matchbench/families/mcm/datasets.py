@@ -42,6 +42,8 @@ def _mcm(
 kronecker = _mcm(generators.kronecker, disk_cache=True, size_hint=lambda scale, edge_factor=16, **_: sizes.scaled(scale, edge_factor))
 delaunay = _mcm(generators.delaunay, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 rgg = _mcm(generators.rgg, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
+#: Many small graphs of a batch at once, each equal to its own call (``run.batch``).
+rgg.matchbench_bulk = generators.rgg_bulk  # type: ignore[attr-defined]
 grid = _mcm(generators.grid, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 road = _mcm(generators.road, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 erdos_renyi = _mcm(
