@@ -98,7 +98,7 @@ def _content(rows):
         ({"_target_": "matchbench.families.lap.refs.HungarianTree"},  # answers with duals
          {**LAPS, "many": {"_target_": "matchbench.families.lap.datasets.uniform_float", "n": 5}}),
         ({"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"},  # no hook: verify_batch's default
-         {"name": "g", "many": {"_target_": "matchbench.families.mcm.datasets.rgg"}, "count": 4, "seed": 1,
+         {"name": "g", "many": {"_target_": "matchbench.families.mcm.datasets.erdos_renyi"}, "count": 4, "seed": 1,
           "draw": {"scale": [5, 6]}}),
         (SCIPY, {"instances": [{"_target_": UNIFORM, "n": 5, "seed": 3, "rcp": True, "rcp_seed": 2},
                                {"_target_": UNIFORM, "n": 4, "seed": 3}]}),  # rcp: loaded one by one

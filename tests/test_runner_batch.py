@@ -430,7 +430,9 @@ def test_gpu_batches_warm_their_instances_in_one_task_each(tmp_path):
             self.calls.append((fn.__name__, [s for s, _ in specs], kw))
             return object()
 
-    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"}))
+    # erdos_renyi: disk-cached, and no bulk hook (rgg's instances are left to the batch)
+    many = {**MANY, "many": {"_target_": "matchbench.families.mcm.datasets.erdos_renyi"}}
+    plan = build_plan(_cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"}, many))
     plan.tasks[:] = [dataclasses.replace(t, device="gpu") for t in plan.tasks]
     units = [plan.tasks[:4], plan.tasks[2:6], plan.tasks[:1]]  # overlapping: made once
     client = Client()

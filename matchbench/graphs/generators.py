@@ -10,6 +10,9 @@ All work is vectorised numpy/scipy over all edges at once; the Kronecker generat
 spreads its edge chunks over threads (numpy's random generators and array operations
 release the GIL). Results do not depend on the number of threads.
 
+:func:`rgg_bulk` makes many small :func:`rgg` graphs at once (the bulk hook of the MCM
+dataset ``rgg``, for batches), each equal to rgg's own, array for array.
+
 Geometric families (Delaunay, random geometric) number their points along horizontal
 strips (ordered by strip, then by x), so that the original numbering has the spatial
 locality that the RCP variant (a random permutation, Deveci et al. 2013, Sec. 4) removes.
@@ -321,8 +324,8 @@ def rgg(scale: int, seed: int = 1, radius_factor: float = 0.55) -> BipartiteGrap
 #: :func:`rgg_bulk`'s checks.
 _RGG_PARAMETERS = {k: p.default for k, p in inspect.signature(rgg).parameters.items()}
 
-#: Points of one chunk of :func:`rgg_bulk` (graphs of one scale and radius, made by one
-#: thread); a graph with more is made alone, by :func:`rgg`.
+#: Points of one chunk of :func:`rgg_bulk` (graphs of one scale and radius); a graph with
+#: more is made alone, by :func:`rgg`.
 RGG_BULK_POINTS = 1 << 16
 #: Candidate pairs :func:`rgg_bulk` tests at once: a few arrays of this many stay in cache.
 RGG_BULK_CANDIDATES = 1 << 17
@@ -334,11 +337,9 @@ def rgg_bulk(kwargs_list: list[dict[str, Any]]) -> list[BipartiteGraph]:
     """:func:`rgg` for each of ``kwargs_list`` (its keyword arguments), many graphs at once.
 
     The hook ``matchbench_bulk`` of the MCM dataset function ``rgg``: for the thousands
-    of small graphs of a batch (``2**8`` to ``2**12`` vertices) it is several times
-    faster than one call of :func:`rgg` each (no k-d tree, no sort of the edges, no
-    Python per graph beyond its points and its object). Chunks of graphs of one scale and
-    radius are made by :func:`~matchbench.core.params.host_cores` threads; the graphs do
-    not depend on the number of threads.
+    of small graphs of a batch (``2**8`` to ``2**12`` vertices) it is about three times
+    faster than one call of :func:`rgg` each: no k-d tree, no sort of the edges, and no
+    Python per graph beyond drawing its points and making its object.
 
     Parameters
     ----------
@@ -363,16 +364,20 @@ def rgg_bulk(kwargs_list: list[dict[str, Any]]) -> list[BipartiteGraph]:
     -----
     Why each graph is rgg's, entry for entry:
 
-    - Points: :func:`unit_square_points` itself, per graph (its ``default_rng(seed)``
-      stream, its numbering by strip, then ``x``: :func:`_strip_order`).
-    - Candidates: each point ``p`` is paired with the later points of its strip up to
-      the cells (``x`` bins) its disk reaches, and with the points of the cells it
-      reaches in the strips above, all bounds widened by a margin far above their
-      rounding errors (:func:`_rgg_margin`), so that every pair within the radius is a
-      candidate exactly once, as ``(p, q)`` with ``p < q``. The numbering makes a
-      strip's cells one range of vertex numbers, so each point's candidates are a few
-      ranges, in increasing order. Should a chunk's numbering ever not be so (checked),
-      its graphs are made by :func:`rgg` instead.
+    - Points: :func:`unit_square_points`' draw, ``default_rng(seed).random((n, 2))``
+      per graph, and its numbering, the stable argsort of :func:`_strip_key` (by strip,
+      then ``x``; :func:`_strip_order`), computed for all graphs of a chunk at once by
+      two stable sorts that give the same permutation (see the code).
+    - Candidates: the graphs of one scale and radius go together. Each point ``p`` is
+      paired with the later points of its strip up to the last ``x`` bin (cell) its
+      disk reaches, and with the points of the cells it reaches in the strips above,
+      bounds widened by a margin far above their rounding errors (:func:`_rgg_margin`,
+      :func:`_rgg_reach`): every pair within the radius is a candidate exactly once, as
+      ``(p, q)`` with ``p < q``. Since the points are numbered by strip, then ``x``, a
+      cell's points are one range of numbers, and a point's candidates are a few ranges
+      in increasing order. That the numbering is by cell is checked, not assumed (two
+      tied keys may put ``x`` back by a rounding error); a chunk where it is not is made
+      by :func:`rgg` itself.
     - Test: a candidate is kept when ``dx * dx + dy * dy <= radius * radius``, the
       arithmetic of ``cKDTree.query_pairs`` (``sqeuclidean_distance_double``, then
       ``d <= upper_bound`` with ``upper_bound = r * r`` for ``p = 2``, ``eps = 0``),
@@ -397,26 +402,13 @@ def rgg_bulk(kwargs_list: list[dict[str, Any]]) -> list[BipartiteGraph]:
             out[i] = rgg(**kwargs_list[i])
         else:
             groups.setdefault((scale, radius_factor), []).append(i)
-    chunks = []
     for (scale, _), members in groups.items():
         n, radius = 1 << scale, args[members[0]][3]
-        strips, w, _ = _rgg_grid(n, radius)
-        # The ranges of a row grow with the strips it reaches: bounded too, for radii that
-        # reach across the square.
+        _, w, _ = _rgg_grid(n, radius)
+        # A row has w + 1 ranges: bounded too, for radii that reach across the square.
         per = max(1, min(RGG_BULK_POINTS // n, 4 * RGG_BULK_POINTS // (n * (w + 2))))
         for lo in range(0, len(members), per):
-            chunks.append(([(i, args[i]) for i in members[lo : lo + per]], n, radius))
-
-    def make(chunk: tuple[list[tuple[int, tuple[int, int, float, float]]], int, float]) -> None:
-        _rgg_chunk(*chunk, out)
-
-    threads = min(host_cores(), len(chunks))
-    if threads > 1:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            list(pool.map(make, chunks))
-    else:
-        for chunk in chunks:
-            make(chunk)
+            _rgg_chunk([(i, args[i]) for i in members[lo : lo + per]], n, radius, out)
     return out  # type: ignore[return-value]
 
 
@@ -443,7 +435,7 @@ def _rgg_grid(n: int, radius: float) -> tuple[int, int, int]:
     """``(strips, w, cells)`` of :func:`rgg_bulk` for ``n`` points: the strips of
     :func:`_strip_order`, how many strips above its own a point's disk may reach, and
     the ``x`` bins of the unit width (about eight a radius, at most ``8 * strips``)."""
-    strips = math.isqrt(n - 1) + 1 if n > 1 else 1
+    strips = _strips(n)
     reach = (radius + _rgg_margin(radius)) * strips
     # Strip numbers are floor(y * strips), rounded: a pair within the radius is at most
     # ceil(reach) strips apart. NaN: none (no pair passes the test).
@@ -482,27 +474,33 @@ def _rgg_chunk(
     """The graphs of ``chunk`` (``(index in out, checked arguments)``, all of ``n``
     points and this radius) into ``out``; see :func:`rgg_bulk`."""
     n_all = len(chunk) * n
-    xy = np.empty((n_all, 2))
+    xy = np.empty((len(chunk), n, 2))
     for b, (_, (_, seed, _, _)) in enumerate(chunk):
-        xy[b * n : (b + 1) * n] = unit_square_points(n, seed)
-    x = np.ascontiguousarray(xy[:, 0])
-    y = np.ascontiguousarray(xy[:, 1])
-    del xy
+        np.random.default_rng(seed).random((n, 2), out=xy[b])  # unit_square_points' draw
     strips, w, cells = _rgg_grid(n, radius)
-    # _strip_order's strip and key; xr = key - strip is x rounded as the key rounds it
-    # (exact subtraction), so that it never decreases along a strip's numbering.
-    ys = y * strips
-    strip = np.minimum(ys.astype(np.int64), strips - 1)
-    key = strip + x
-    xr = key - strip
-    height = np.minimum(((ys - strip) * _RGG_BINS).astype(np.int64), _RGG_BINS - 1)
-    del key, ys
-    cx = np.minimum((xr * cells).astype(np.int64), cells - 1)
-    del xr
-    # Cells numbered graph by graph, strip by strip, w empty strips after a graph's own.
+    # unit_square_points' numbering, each graph's stable argsort of its _strip_key, made
+    # faster: a radix sort by a 16-bit coarsening of the key, then a merge sort of the
+    # now nearly sorted key. Both are stable and equal keys share a coarse key, so the
+    # permutation is the stable argsort's.
+    key, _ = _strip_key(xy[:, :, 0], xy[:, :, 1], strips)
+    coarse = np.minimum(key * (65536 / strips), 65535).astype(np.uint16)
+    order = np.argsort(coarse, axis=1, kind="stable")
+    del coarse
+    key = np.take_along_axis(key, order, axis=1)
+    order = np.take_along_axis(order, np.argsort(key, axis=1, kind="stable"), axis=1)
+    del key
+    x = np.take_along_axis(xy[:, :, 0], order, axis=1).ravel()
+    y = np.take_along_axis(xy[:, :, 1], order, axis=1).ravel()
+    del xy, order
+    # Cells: x bins within strips, numbered graph by graph, strip by strip, with w empty
+    # strips after a graph's own. The candidate ranges need the numbering to be by cell:
+    # checked, not assumed (x may step back by a rounding error where two keys tie).
+    strip = np.minimum((y * strips).astype(np.int64), strips - 1)
+    height = np.minimum(((y * strips - strip) * _RGG_BINS).astype(np.int64), _RGG_BINS - 1)
+    cx = np.minimum((x * cells).astype(np.int64), cells - 1)
     row_base = (np.repeat(np.arange(len(chunk), dtype=np.int64) * (strips + w), n) + strip) * cells
     cell = row_base + cx
-    if n_all > 1 and not bool(np.all(cell[1:] >= cell[:-1])):  # not numbered by strip, x
+    if n_all > 1 and not bool(np.all(cell[1:] >= cell[:-1])):
         for i, (scale, seed, radius_factor, _) in chunk:
             out[i] = rgg(scale, seed, radius_factor)
         return
@@ -513,21 +511,23 @@ def _rgg_chunk(
 
     # Ranges [lo, hi) of each row's candidates: its own strip after it, then strips above.
     reach = _rgg_reach(strips, w, cells, radius)
-    p = np.arange(n_all, dtype=np.int64)
     lo = np.empty((n_all, w + 1), dtype=np.int64)
-    hi = np.empty((n_all, w + 1), dtype=np.int64)
-    lo[:, 0] = p + 1
-    hi[:, 0] = start[row_base + np.minimum(cx + int(reach[0, 0]), cells - 1) + 1]
+    lens = np.empty((n_all, w + 1), dtype=np.int64)
+    lo[:, 0] = np.arange(1, n_all + 1)
+    hi = start[row_base + np.minimum(cx + int(reach[0, 0]), cells - 1) + 1]
+    row_len = np.maximum(hi - lo[:, 0], 0)
+    lens[:, 0] = row_len
     for d in range(1, w + 1):
         m = reach[d][height]
         base = row_base + d * cells
-        lo[:, d] = start[base + np.maximum(cx - m, 0)]
-        hi[:, d] = start[base + np.minimum(cx + m, cells - 1) + 1]
-    del row_base, cx, height
-    lens = hi
-    lens -= lo
-    np.maximum(lens, 0, out=lens)
-    row_len = lens.sum(axis=1)
+        first = start[base + np.maximum(cx - m, 0)]
+        hi = start[base + np.minimum(cx + m, cells - 1) + 1]
+        hi -= first
+        np.maximum(hi, 0, out=hi)
+        lo[:, d] = first
+        lens[:, d] = hi
+        row_len += hi
+    del row_base, cx, height, first, hi
     row_end = np.cumsum(row_len)
 
     # The candidates of a cache-sized slice of rows at a time, in row and column order.
@@ -544,15 +544,16 @@ def _rgg_chunk(
         q = np.repeat(lo[r0:r1].ravel() - (seg_end - seg_len), seg_len)
         q += np.arange(q.shape[0], dtype=np.int64)
         rl = row_len[r0:r1]
-        dx = x[q]
-        dx -= np.repeat(x[r0:r1], rl)
-        dy = y[q]
-        dy -= np.repeat(y[r0:r1], rl)
+        row = np.repeat(np.arange(r0, r1, dtype=np.int64), rl)
+        dx = np.take(x, q)
+        dx -= np.take(x, row)
+        dy = np.take(y, q)
+        dy -= np.take(y, row)
         dx *= dx
         dy *= dy
         dx += dy  # fl(fl(dx * dx) + fl(dy * dy)): cKDTree's sum
         keep = dx <= r2
-        cols.append(q[keep])
+        cols.append(np.compress(keep, q))  # faster than q[keep]
         counted = np.zeros(q.shape[0] + 1, dtype=np.int64)
         np.cumsum(keep, out=counted[1:])
         ptr[r0:r1] = kept + counted[row_end[r0:r1] - rl - before]
@@ -563,7 +564,6 @@ def _rgg_chunk(
         (np.ones(kept, dtype=bool), np.concatenate(cols), ptr), shape=(n_all, n_all)
     )
     del cols
-    upper.has_sorted_indices = True
     both = upper + upper.T.tocsr()
     del upper
     ptr, col = both.indptr, both.indices
