@@ -273,6 +273,21 @@ def test_device_memory_skip_weighs_the_estimate_against_the_free_memory(monkeypa
     assert skip and reason == "needs about 1001 bytes of GPU memory, 1000 free"
 
 
+def test_a_batch_reads_the_free_memory_once_and_a_task_each_time(monkeypatch):
+    cupy = _cupy()
+    from matchbench.gpu.common import device_memory_skip, free_memory_read_once
+
+    calls = []
+    monkeypatch.setattr(cupy.cuda.runtime, "memGetInfo", lambda: calls.append(1) or (1000, 4000))
+    with free_memory_read_once():
+        assert [device_memory_skip(lambda: 10)[0] for _ in range(5)] == [False] * 5
+        assert device_memory_skip(lambda: 1001)[0]
+    assert len(calls) == 1
+    device_memory_skip(lambda: 10)
+    device_memory_skip(lambda: 10)
+    assert len(calls) == 3
+
+
 def _gpu_algorithms() -> list[tuple[str, dict]]:
     out = []
     for path in sorted((ROOT / "conf" / "algorithm").glob("*.yaml")):
@@ -391,3 +406,28 @@ def test_kernel_family_compiles_once_per_process(monkeypatch):
     assert len(compiled) == 2 and kernels.compile_seconds == first
     kernels.get_module("apfb", ("-DMB_INSTRUMENT",))  # other options: their own build
     assert len(compiled) == 3
+
+
+def test_a_gpu_worker_warms_its_families_with_the_gpu_as_the_verify_device(monkeypatch):
+    from types import SimpleNamespace
+
+    from matchbench.core import problem as P
+    from matchbench.runner import child, execute
+
+    seen = []
+    monkeypatch.setattr(type(P.get_problem("lap")), "warm_up", lambda self: seen.append(P.VERIFY_DEVICE.get()))
+    child.warm_up([], ["lap"], "gpu")
+    child.warm_up([], ["lap"])
+    assert seen == ["gpu", "cpu"] and P.VERIFY_DEVICE.get() == "cpu"
+
+    sent = []
+
+    class Process:
+        def warm(self, modules, problems, device="cpu"):
+            sent.append(device)
+
+    monkeypatch.setattr(child, "task_process", lambda: Process())
+    plugin = execute.WarmTaskProcesses(["m"], ["lap"])
+    plugin.setup(SimpleNamespace(state=SimpleNamespace(total_resources={"GPU": 1})))
+    plugin.setup(SimpleNamespace(state=SimpleNamespace(total_resources={})))
+    assert sent == ["gpu", "cpu"]

@@ -221,15 +221,16 @@ class TaskProcess:
             if self._conn.poll(timeout):
                 self._conn.recv()
 
-    def warm(self, modules: list[str], problems: list[str], timeout: float = 120) -> None:
+    def warm(self, modules: list[str], problems: list[str], timeout: float = 120, device: str = "cpu") -> None:
         """Start the child, if it is not running, and have it import ``modules`` and the
         families ``problems`` (:func:`warm_up`) before its first task: what a sweep's
-        first task would otherwise spend on imports, done while the client plans."""
+        first task would otherwise spend on imports, done while the client plans.
+        ``device``: the worker's (``"gpu"`` also warms the certificates' GPU code)."""
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
                 self._kill()
                 self._start()
-            self._conn.send(("warm", {"modules": list(modules), "problems": list(problems)}))
+            self._conn.send(("warm", {"modules": list(modules), "problems": list(problems), "device": device}))
             if self._conn.poll(timeout):
                 self._conn.recv()
 
@@ -490,26 +491,31 @@ def run_batch(batch: Batch, *after: Any) -> dict[str, Any]:
     return {"rows": rows, "notes": notes, "tables": tables}
 
 
-def warm_up(modules: list[str], problems: list[str]) -> None:
+def warm_up(modules: list[str], problems: list[str], device: str = "cpu") -> None:
     """Import ``modules``, warm the families ``problems`` up
-    (:meth:`~matchbench.core.problem.Problem.warm_up`: their certificates' compiled code)
-    and what every batch's rows need (pyarrow, which imports pandas for its first
-    timestamp column) in this process; failures are left to the tasks, which report
-    them as rows."""
+    (:meth:`~matchbench.core.problem.Problem.warm_up`: their certificates' compiled code,
+    with :data:`~matchbench.core.problem.VERIFY_DEVICE` set to ``device``, so that a GPU
+    worker's also compiles what its certificate runs on the GPU) and what every batch's
+    rows need (pyarrow, which imports pandas for its first timestamp column) in this
+    process; failures are left to the tasks, which report them as rows."""
     import importlib
 
-    from matchbench.core.problem import get_problem
+    from matchbench.core.problem import VERIFY_DEVICE, get_problem
 
     for name in modules:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - the task that needs it says why
             pass
-    for name in problems:
-        try:
-            get_problem(name).warm_up()
-        except Exception:  # noqa: BLE001
-            pass
+    token = VERIFY_DEVICE.set(device)
+    try:
+        for name in problems:
+            try:
+                get_problem(name).warm_up()
+            except Exception:  # noqa: BLE001
+                pass
+    finally:
+        VERIFY_DEVICE.reset(token)
     try:
         from matchbench.results.schema import record_batch
         from matchbench.runner.task import _now
@@ -567,7 +573,7 @@ def _serve(fd: int) -> None:
                 except Exception as exc:  # recorded again, per task, when it matters
                     conn.send(("fail", f"precompile: {type(exc).__name__}: {exc}"))
             elif kind == "warm":
-                warm_up(payload.get("modules", []), payload.get("problems", []))
+                warm_up(payload.get("modules", []), payload.get("problems", []), payload.get("device", "cpu"))
                 conn.send(("done", None))
             elif kind == "task":
                 execute_task(

@@ -121,8 +121,10 @@ class WarmTaskProcesses(WorkerPlugin):
         # ends, so a short-lived thread here would kill it under the first task.
         from matchbench.runner.child import task_process
 
+        resources = getattr(getattr(worker, "state", None), "total_resources", None) or {}
+        device = "gpu" if resources.get("GPU", 0) >= 1 else "cpu"
         try:
-            task_process().warm(self.modules, self.problems)
+            task_process().warm(self.modules, self.problems, device=device)
         except Exception:  # noqa: BLE001 - the first task starts it again and says why
             pass
 

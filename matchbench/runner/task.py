@@ -698,18 +698,21 @@ def _execute_batch(batch: Batch, send: Callable[[str, Any], None] | None, tables
         # the child's memory at each one).
         per_item = tables is None
         shared = _Shared()
-        for i, task in enumerate(tasks):
-            if per_item:
-                tell("item", i)
-            t0 = time.perf_counter()
-            ready = _prepare(task, out, (lambda base: tell("loaded", base)) if per_item else None,
-                             solver=solver, preloaded=made.get(i), shared=shared)
-            if i in made:
-                t0 -= made[i][1]  # its share of the bulk call
-            if ready is None:
-                finished(i, time.perf_counter() - t0)
-            else:
-                readies.append((i, ready, time.perf_counter() - t0))
+        from matchbench.gpu.common import free_memory_read_once
+
+        with free_memory_read_once():  # every skip() check comes before the joint solve allocates
+            for i, task in enumerate(tasks):
+                if per_item:
+                    tell("item", i)
+                t0 = time.perf_counter()
+                ready = _prepare(task, out, (lambda base: tell("loaded", base)) if per_item else None,
+                                 solver=solver, preloaded=made.get(i), shared=shared)
+                if i in made:
+                    t0 -= made[i][1]  # its share of the bulk call
+                if ready is None:
+                    finished(i, time.perf_counter() - t0)
+                else:
+                    readies.append((i, ready, time.perf_counter() - t0))
         pending = [i for i, _, _ in readies]
         if len(readies) > 1:
             tell("joint", pending)

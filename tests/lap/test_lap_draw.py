@@ -227,3 +227,26 @@ def test_bulk_instances_tells_a_hook_its_tasks_device(monkeypatch):
     made = T.bulk_instances(tasks)
     assert seen == ["gpu"] and sorted(made) == [0, 1]
     assert made[1][0].costs.tobytes() == L.uniform(3, seed=2).costs.tobytes()
+
+
+@pytest.mark.gpu
+def test_a_gpu_workers_warm_up_runs_the_device_certificate(monkeypatch):
+    from matchbench.core.problem import VERIFY_DEVICE
+    from matchbench.families.lap.problem import LAP
+
+    calls = []
+    real = LAP._certify_on_device
+
+    def spy(self, instances, solutions, part, n, out):
+        real(self, instances, solutions, part, n, out)
+        calls.append(all(out[k] is not None and out[k].verified for k in part))
+
+    monkeypatch.setattr(LAP, "_certify_on_device", spy)
+    LAP().warm_up()
+    assert calls == []  # a CPU worker's warm-up stays on the host
+    token = VERIFY_DEVICE.set("gpu")
+    try:
+        LAP().warm_up()
+    finally:
+        VERIFY_DEVICE.reset(token)
+    assert calls == [True] * 4  # int32, int64, float32, float64, each certified on the device

@@ -418,7 +418,6 @@ class HungarianBatchGPU(BaseSolver):
         self._timer: Any = None
         self._answers: list[Assignment] | None = None
         self._counters: dict[str, int] = {}
-        self._free: int | None = None  # free device bytes, read once per batch by skip()
 
     # -- sizes -----------------------------------------------------------------------
 
@@ -435,14 +434,9 @@ class HungarianBatchGPU(BaseSolver):
 
     def skip(self, instance: Any) -> tuple[bool, str | None]:
         try:
-            import cupy as cp
+            from matchbench.gpu.common import free_device_memory
 
-            # The runner asks per instance of a batch before its prepare_batch(), the only
-            # step that allocates: the free memory is read once per batch (memGetInfo took
-            # 6-490 us a call on an H100's host).
-            if self._free is None:
-                self._free = int(cp.cuda.runtime.memGetInfo()[0])
-            free = self._free
+            free = free_device_memory()  # once per batch (free_memory_read_once)
             limit = _smem_limit()
         except Exception as exc:  # no CuPy, no driver or no device
             return True, f"no usable CUDA device: {exc}"
@@ -485,7 +479,6 @@ class HungarianBatchGPU(BaseSolver):
                 raise TypeError(
                     f"{self.name}: instance {k} is a {type(inst).__name__}, not a CostMatrix"
                 )
-        self._free = None  # what this allocates: skip() reads the free memory again
         held = self._batch
         if (
             held is None

@@ -741,10 +741,25 @@ class LAP(Problem):
         return Verification(True, None, objective, bound=bound, reference=bound)
 
     def warm_up(self) -> None:
-        """Load the certificate's numba code (from its cache) for integer and float costs."""
+        """Load the certificate's numba code (from its cache) for integer and float costs;
+        for a GPU worker (:data:`~matchbench.core.problem.VERIFY_DEVICE`) also the CuPy
+        kernels of the device certificate (:meth:`_certify_on_device`), which CuPy
+        compiles on their first call (about 2 s for a batch's first 2,000 LAPs)."""
         for dtype in (np.int32, np.int64, np.float32, np.float64):
             inst = CostMatrix(np.array([[1, 2], [2, 1]], dtype=dtype), name="warm_up")
             self.verify_batch([inst], [np.array([0, 1])])
+        from matchbench.gpu import common
+
+        if VERIFY_DEVICE.get() != "gpu" or not common.gpu_usable():
+            return
+        import cupy as cp
+
+        for dtype in (np.int32, np.int64, np.float32, np.float64):
+            stack = cp.asarray(np.array([[[1, 2], [2, 1]]] * 2, dtype=dtype))
+            insts = [DeviceCostMatrix(stack, b, "warm_up", "warm_up", {}) for b in range(2)]
+            dual = np.int64 if np.dtype(dtype).kind == "i" else np.float64
+            answer = Assignment(np.array([0, 1]), np.array([1, 1], dtype=dual), np.array([0, 0], dtype=dual))
+            self.verify_batch(insts, [answer, answer])
 
     def verify_batch(
         self, instances: Sequence[Any], solutions: Sequence[Any]
