@@ -534,6 +534,10 @@ def _residual_potentials_many(costs, perms, pots, preds, tols, starts):
 
 #: Bytes of cost matrices certified together by :meth:`LAP.verify_batch` (one stacked copy).
 VERIFY_CHUNK_BYTES = 32 << 20
+#: The same for blocks of a device stack (:class:`DeviceCostMatrix`), certified on the
+#: GPU: its temporaries take about four times this; each chunk costs some 50 launches and
+#: 8 host synchronizations, which chunks of 32 MiB paid per 32 LAPs of n = 512.
+DEVICE_VERIFY_CHUNK_BYTES = 512 << 20
 
 
 def stacked(arrays: Sequence[np.ndarray]) -> np.ndarray:
@@ -814,7 +818,8 @@ class LAP(Problem):
                     continue
             groups.setdefault((n, dtype, derived, id(inst.stack) if on_device else 0), []).append(k)
         for (n, dtype, derived, stack), members in groups.items():
-            step = max(1, VERIFY_CHUNK_BYTES // max(1, n * n * dtype.itemsize))
+            chunk = DEVICE_VERIFY_CHUNK_BYTES if stack else VERIFY_CHUNK_BYTES
+            step = max(1, chunk // max(1, n * n * dtype.itemsize))
             for at in range(0, len(members), step):
                 part = members[at : at + step]
                 if stack:
