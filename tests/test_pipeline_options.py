@@ -179,3 +179,16 @@ def test_auto_memory_limit_shares_the_host_among_workers():
     from distributed.system import MEMORY_LIMIT
 
     assert worker_memory_limit("auto", 1) == MEMORY_LIMIT
+
+
+@pytest.mark.parametrize(
+    ("devices", "text", "workers"),
+    [(0, "0", 1), ("0", "0", 1), (1, "1", 1), ("0,1", "0,1", 2), ([0, 1], "0,1", 2), (None, None, None), ("", None, None)],
+)
+def test_visible_devices_as_hydra_reads_them(monkeypatch, devices, text, workers):
+    from matchbench.runner import cluster
+
+    monkeypatch.setattr(cluster, "gpu_count", lambda: 4)
+    cfg = {"visible_devices": devices}
+    assert cluster._visible_devices(cfg) == text  # visible_devices=0 is device 0, not "all"
+    assert cluster._n_gpu_workers(cfg) == (workers if workers is not None else 4)

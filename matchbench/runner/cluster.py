@@ -242,10 +242,24 @@ def add_cpu_workers(cluster, n: int, memory_limit: Any = "auto") -> None:
     cluster.wait_for_workers(len(cluster.worker_spec))
 
 
-def _n_gpu_workers(cfg: dict[str, Any]) -> int:
+def _visible_devices(cfg: dict[str, Any]) -> str | None:
+    """``cluster.visible_devices`` as CUDA_VISIBLE_DEVICES text; None for all GPUs.
+
+    Hydra reads ``cluster.visible_devices=0`` as the integer 0 (and ``0,1`` as a list):
+    both name devices, not "none".
+    """
     devices = cfg.get("visible_devices")
-    if devices:
-        return len([d for d in str(devices).split(",") if d.strip()])
+    if devices is None or (isinstance(devices, str) and not devices.strip()):
+        return None
+    if isinstance(devices, list | tuple):
+        return ",".join(str(d).strip() for d in devices)
+    return str(devices).strip()
+
+
+def _n_gpu_workers(cfg: dict[str, Any]) -> int:
+    devices = _visible_devices(cfg)
+    if devices is not None:
+        return len([d for d in devices.split(",") if d.strip()])
     return max(1, gpu_count())
 
 
@@ -260,8 +274,8 @@ def _local_cuda(cfg: dict[str, Any]):
             cfg.get("memory_limit", "auto"), _n_gpu_workers(cfg) + int(cfg.get("cpu_workers", 1) or 0)
         ),
     }
-    if cfg.get("visible_devices"):
-        kwargs["CUDA_VISIBLE_DEVICES"] = cfg["visible_devices"]
+    if _visible_devices(cfg) is not None:
+        kwargs["CUDA_VISIBLE_DEVICES"] = _visible_devices(cfg)
     return LocalCUDACluster(**kwargs)
 
 
