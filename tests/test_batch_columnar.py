@@ -97,7 +97,7 @@ def _content(rows):
         (SCIPY, LAPS),  # bulk generation, the vectorized certificate
         ({"_target_": "matchbench.families.lap.refs.HungarianTree"},  # answers with duals
          {**LAPS, "many": {"_target_": "matchbench.families.lap.datasets.uniform_float", "n": 5}}),
-        ({"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"},  # no hook: verify_batch's default
+        ({"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"},  # no hook; MCM.verify_batch
          {"name": "g", "many": {"_target_": "matchbench.families.mcm.datasets.erdos_renyi"}, "count": 4, "seed": 1,
           "draw": {"scale": [5, 6]}}),
         (SCIPY, {"instances": [{"_target_": UNIFORM, "n": 5, "seed": 3, "rcp": True, "rcp_seed": 2},

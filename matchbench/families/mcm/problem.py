@@ -7,6 +7,7 @@ an alternating BFS and checked edge by edge over the other CSR direction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -180,6 +181,230 @@ def konig_certificate(
     return size, None, None
 
 
+#: Entries (vertices and edges of the graphs, vertices of the answers) that
+#: :meth:`MCM.verify_batch` concatenates for one compiled call: a few MiB, which stay in
+#: cache from the copy to the certificate (larger chunks were slower, not faster).
+VERIFY_CHUNK_ENTRIES = 1 << 20
+
+
+@njit(cache=True, nogil=True)
+def _in_range(a, lo, hi):
+    """Whether every entry of ``a`` is in ``[lo, hi)``: a min/max reduction, no branch."""
+    least, most = lo, hi - 1
+    for k in range(a.shape[0]):
+        least = min(least, a[k])
+        most = max(most, a[k])
+    return least >= lo and most < hi
+
+
+@njit(cache=True, nogil=True)
+def _is_matching(row_match, col_match):
+    """Whether the mate arrays are in range and consistent, as :func:`_check_mates` asks.
+
+    No vertex is then matched twice: ``col_match[j1] = col_match[j2] = i`` would need
+    ``row_match[i]`` to be both ``j1`` and ``j2``.
+    """
+    n_rows = row_match.shape[0]
+    n_cols = col_match.shape[0]
+    if not (_in_range(row_match, -1, n_cols) and _in_range(col_match, -1, n_rows)):
+        return False
+    for j in range(n_cols):
+        i = col_match[j]
+        if i >= 0 and row_match[i] != j:
+            return False
+    for i in range(n_rows):
+        j = row_match[i]
+        if j >= 0 and col_match[j] != i:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _canonical_csr(ptr, ind, n_other):
+    """Whether ``ptr`` starts at 0, never decreases and ends at ``len(ind)``, and every
+    entry of ``ind`` is in ``[0, n_other)``: then no loop over it leaves its own graph."""
+    n = ptr.shape[0] - 1
+    if ptr[0] != 0 or ptr[n] != ind.shape[0]:
+        return False
+    decreases = False
+    for k in range(n):
+        decreases |= ptr[k + 1] < ptr[k]
+    return not decreases and _in_range(ind, 0, n_other)
+
+
+@njit(cache=True, nogil=True)
+def _no_uncovered_edge(row_ptr, row_ind, row_seen, col_seen):
+    """Whether :func:`_first_uncovered_edge` finds no edge outside the cover of the rows
+    in ``row_seen`` and the columns not in ``col_seen``, by counting: the row CSR's edges
+    to seen columns, less those from seen rows, are those from unseen rows (uncovered).
+
+    The first count is one pass over ``row_ind`` with no branch; the second, only where
+    the first is not 0, reads the seen rows alone (a few, for a near-perfect matching).
+    """
+    to_seen = 0
+    for p in range(row_ind.shape[0]):
+        to_seen += col_seen[row_ind[p]]
+    if to_seen == 0:
+        return True
+    for i in range(row_ptr.shape[0] - 1):
+        if row_seen[i]:
+            for p in range(row_ptr[i], row_ptr[i + 1]):
+                to_seen -= col_seen[row_ind[p]]
+    return to_seen == 0
+
+
+@njit(cache=True, nogil=True)
+def _certify_many(graphs, row_ptr, row_ind, col_ptr, col_ind, answers, row_match, col_match):
+    """The certificate of :meth:`MCM.verify` for many answers, all arrays concatenated.
+
+    ``graphs[g]`` is ``(n_rows, n_cols, row_ptr at, row_ind at, row_ind length, col_ptr
+    at, col_ind at, col_ind length)`` (offsets into the concatenated arrays), and
+    ``answers[k]`` is ``(graph, row_match at, col_match at)``. Returns ``(K, 3)``:
+    ``(certified, cardinality, cover size)`` per answer; 0 where the graph is not in
+    canonical CSR or the answer is not certified.
+    """
+    n_graphs = graphs.shape[0]
+    canonical = np.zeros(n_graphs, dtype=np.bool_)
+    for g in range(n_graphs):
+        nr, nc, rpa, ria, rin, cpa, cia, cin = graphs[g]
+        canonical[g] = _canonical_csr(
+            row_ptr[rpa : rpa + nr + 1], row_ind[ria : ria + rin], nc
+        ) and _canonical_csr(col_ptr[cpa : cpa + nc + 1], col_ind[cia : cia + cin], nr)
+    out = np.zeros((answers.shape[0], 3), dtype=np.int64)
+    for k in range(answers.shape[0]):
+        g, rma, cma = answers[k]
+        if not canonical[g]:
+            continue
+        nr, nc, rpa, ria, rin, cpa, cia, cin = graphs[g]
+        rp, ri = row_ptr[rpa : rpa + nr + 1], row_ind[ria : ria + rin]
+        cp, ci = col_ptr[cpa : cpa + nc + 1], col_ind[cia : cia + cin]
+        rm, cm = row_match[rma : rma + nr], col_match[cma : cma + nc]
+        # _check_mates, then konig_certificate, step for step
+        if not _is_matching(rm, cm) or _first_non_edge(cp, ci, cm) >= 0:
+            continue
+        _, free_row, col_seen, row_seen = _alternating_bfs(cp, ci, rm, cm)
+        if free_row >= 0:
+            continue
+        # konig_certificate's cover: the columns not seen and the rows seen
+        size = (nc - np.count_nonzero(col_seen)) + np.count_nonzero(row_seen)
+        card = np.count_nonzero(cm >= 0)
+        if not _no_uncovered_edge(rp, ri, row_seen, col_seen) or size != card:
+            continue
+        out[k, 0] = 1
+        out[k, 1] = card
+        out[k, 2] = size
+    return out
+
+
+def _bulk_index(a: Any, n: int | None = None) -> bool:
+    """Whether :meth:`MCM.verify_batch` takes ``a`` as one of its index arrays: a plain
+    1-D ndarray (of length ``n``) of native integers that int64 holds exactly."""
+    return (
+        type(a) is np.ndarray
+        and a.ndim == 1
+        and (n is None or a.shape[0] == n)
+        and a.dtype.isnative
+        and (a.dtype.kind == "i" or (a.dtype.kind == "u" and a.dtype.itemsize < 8))
+    )
+
+
+def _bulk_graph(g: Any) -> tuple[int, int, tuple[np.ndarray, ...]] | None:
+    """``(n_rows, n_cols, (row_ptr, row_ind, col_ptr, col_ind))`` of a graph that
+    :meth:`MCM.verify_batch` certifies in bulk, or None (then :meth:`MCM.verify`)."""
+    if not isinstance(g, BipartiteGraph):
+        return None
+    nr, nc = g.n_rows, g.n_cols
+    for n in (nr, nc):
+        if not isinstance(n, int | np.integer) or isinstance(n, bool) or n < 0:
+            return None
+    nr, nc = int(nr), int(nc)
+    arrays = (g.row_ptr, g.row_ind, g.col_ptr, g.col_ind)
+    if not (
+        _bulk_index(arrays[0], nr + 1)
+        and _bulk_index(arrays[1])
+        and _bulk_index(arrays[2], nc + 1)
+        and _bulk_index(arrays[3])
+    ):
+        return None
+    return nr, nc, arrays
+
+
+class _Chunk:
+    """Answers gathered for one call of :func:`_certify_many`: each graph once (an
+    instance may come once per repetition), the arrays concatenated at the end into
+    buffers kept from chunk to chunk (fresh ones would cost a page fault a page)."""
+
+    def __init__(self) -> None:
+        self.buffers: dict[tuple[int, type], np.ndarray] = {}
+        self.clear()
+
+    def clear(self) -> None:
+        self.slots: dict[int, int] = {}
+        self.graphs: list[tuple[int, ...]] = []
+        self.csr: tuple[list[np.ndarray], ...] = ([], [], [], [])
+        self.at = [0, 0, 0, 0]  # lengths so far of the four concatenated CSR arrays
+        self.answers: list[tuple[int, int, int]] = []
+        self.mates: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])
+        self.mates_at = [0, 0]
+        self.index: list[int] = []  # the answers' positions in the batch
+        self.entries = 0
+
+    def add(
+        self, k: int, inst: Any, graph: tuple[int, int, tuple[np.ndarray, ...]], m: Matching
+    ) -> None:
+        nr, nc, arrays = graph
+        slot = self.slots.get(id(inst))
+        if slot is None:
+            slot = self.slots[id(inst)] = len(self.graphs)
+            at = self.at
+            self.graphs.append(
+                (nr, nc, at[0], at[1], arrays[1].shape[0], at[2], at[3], arrays[3].shape[0])
+            )
+            for t, a in enumerate(arrays):
+                self.csr[t].append(a)
+                at[t] += a.shape[0]
+            self.entries += sum(a.shape[0] for a in arrays)
+        self.answers.append((slot, self.mates_at[0], self.mates_at[1]))
+        self.mates[0].append(m.row_match)
+        self.mates[1].append(m.col_match)
+        self.mates_at[0] += nr
+        self.mates_at[1] += nc
+        self.index.append(k)
+        self.entries += nr + nc
+
+    def _concatenated(
+        self, which: int, arrays: list[np.ndarray], n: int, dtype: type
+    ) -> np.ndarray:
+        buf = self.buffers.get((which, dtype))
+        if buf is None or buf.shape[0] < n:
+            grown = n if buf is None else max(n, 2 * buf.shape[0])
+            buf = self.buffers[(which, dtype)] = np.empty(grown, dtype)
+        return np.concatenate(arrays, out=buf[:n], casting="safe")
+
+    def certify(self, out: list[Verification | None]) -> None:
+        """Put the verdicts of the answers certified here in ``out``, leave the rest, and
+        empty the chunk."""
+        if not self.answers:
+            return
+        # The graphs' CSR in int32 where all of it is (BipartiteGraph's index dtype below
+        # 2**31 entries: half the bytes to copy), else int64; the mates in int64.
+        small = all(a.dtype == np.int32 for arrays in self.csr for a in arrays)
+        csr_dtype = np.int32 if small else np.int64
+        res = _certify_many(
+            np.array(self.graphs, dtype=np.int64).reshape(-1, 8),
+            *(self._concatenated(t, self.csr[t], self.at[t], csr_dtype) for t in range(4)),
+            np.array(self.answers, dtype=np.int64).reshape(-1, 3),
+            self._concatenated(4, self.mates[0], self.mates_at[0], np.int64),
+            self._concatenated(5, self.mates[1], self.mates_at[1], np.int64),
+        )
+        for k, (ok, card, size) in zip(self.index, res.tolist(), strict=True):
+            if ok:
+                out[k] = Verification(
+                    True, None, float(card), bound=float(size), reference=float(card)
+                )
+        self.clear()
+
+
 class MCM(Problem):
     """Maximum-cardinality matching in a bipartite graph (rows x columns).
 
@@ -203,6 +428,92 @@ class MCM(Problem):
 
     def initial_objective(self, init: Matching | None) -> float | None:
         return None if init is None else float(init.cardinality)
+
+    def warm_up(self) -> None:
+        """Load the certificate's numba code (from its cache): that of
+        :meth:`verify_batch`, and that of :meth:`verify` for int32 and int64 graphs."""
+        g = BipartiteGraph.from_coo(np.array([0, 1, 1]), np.array([0, 0, 1]), 2, 2, name="warm_up")
+        for dtype in (np.int32, np.int64):
+            graph = BipartiteGraph(
+                2, 2, *(a.astype(dtype) for a in (g.row_ptr, g.row_ind, g.col_ptr, g.col_ind))
+            )
+            self.verify_batch(
+                [graph, graph],
+                [
+                    Matching(np.array([0, 1], dtype=dtype), np.array([0, 1], dtype=dtype)),
+                    Matching(np.array([-1, 0], dtype=dtype), np.array([1, -1], dtype=dtype)),
+                ],
+            )
+
+    def verify_batch(
+        self, instances: Sequence[Any], solutions: Sequence[Any]
+    ) -> list[Verification]:
+        """Certify many answers at once: the verdicts of :meth:`verify`, in a few compiled calls.
+
+        The graphs' CSR arrays (each graph once; int32 where all are, else int64) and the
+        answers' mate arrays (int64) are concatenated, chunk by chunk
+        (:data:`VERIFY_CHUNK_ENTRIES`), and one compiled function certifies every answer
+        of a chunk as :meth:`verify` does: the checks of its mate arrays (in range,
+        consistent, every pair an edge of the column CSR), then the König cover of
+        :func:`konig_certificate` (the same alternating BFS, the same cover, checked over
+        the row CSR, of the size of the matching). An answer it certifies gets the verdict
+        :meth:`verify` gives it; every other answer (rejected, or in a form it does not
+        take: a graph not a :class:`~matchbench.graphs.bipartite.BipartiteGraph` or not in
+        canonical CSR, an answer not a :class:`~matchbench.graphs.bipartite.Matching` of
+        plain 1-D integer arrays of the graph's sizes) is certified again by
+        :meth:`verify` alone, so that its verdict and reason are exactly those of the
+        one-by-one path.
+
+        Parameters
+        ----------
+        instances : sequence of BipartiteGraph
+            An instance may appear several times (one per repetition).
+        solutions : sequence of Matching
+            ``solutions[k]`` is the answer for ``instances[k]``.
+
+        Returns
+        -------
+        list of Verification
+            In the order of ``solutions``.
+
+        Raises
+        ------
+        ValueError
+            If the two sequences differ in length.
+
+        Notes
+        -----
+        König's theorem (1931), as in :meth:`verify`: a vertex cover of the matching's
+        size proves it maximum (Schrijver, *Combinatorial Optimization*, Thm. 16.2); the
+        cover comes from the alternating BFS from all free columns of Hopcroft & Karp
+        (1973) and Deveci et al., Euro-Par 2013, Alg. 2. O(n + m) per answer.
+        """
+        k_all = len(instances)
+        if len(solutions) != k_all:
+            raise ValueError(f"verify_batch: {k_all} instances but {len(solutions)} answers")
+        out: list[Verification | None] = [None] * k_all
+        graphs: dict[int, tuple[int, int, tuple[np.ndarray, ...]] | None] = {}
+        chunk = _Chunk()
+        for k, (inst, sol) in enumerate(zip(instances, solutions, strict=True)):
+            if not isinstance(sol, Matching):
+                continue
+            key = id(inst)
+            if key not in graphs:
+                graphs[key] = _bulk_graph(inst)
+            graph = graphs[key]
+            if graph is None:
+                continue
+            nr, nc, _ = graph
+            if not (_bulk_index(sol.row_match, nr) and _bulk_index(sol.col_match, nc)):
+                continue
+            if chunk.entries >= VERIFY_CHUNK_ENTRIES:
+                chunk.certify(out)
+            chunk.add(k, inst, graph, sol)
+        chunk.certify(out)
+        for k in range(k_all):
+            if out[k] is None:
+                out[k] = self.verify(instances[k], solutions[k])
+        return out  # type: ignore[return-value]
 
     def verify(self, instance: BipartiteGraph, solution: Any) -> Verification:
         """Certify that ``solution`` is a maximum matching of ``instance``.
