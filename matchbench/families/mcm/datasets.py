@@ -2,7 +2,9 @@
 
 The graph constructions live in the shared :mod:`matchbench.graphs` layer (the weighted
 and community families build on them too); this module tags them as MCM datasets, the
-names the ``conf/dataset`` files point at.
+names the ``conf/dataset`` files point at. :func:`csr_stack` reads one graph of the
+family's bulk file (many graphs in one ``.npz``, the arrays of ``solve_batch``), whose
+format :mod:`matchbench.families.mcm.stackfile` defines.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 
 from matchbench.core.errors import DatasetError
 from matchbench.datasets import dataset, sizes
+from matchbench.families.mcm import stackfile
 from matchbench.graphs import generators, mtx, suitesparse
 from matchbench.graphs.bipartite import BipartiteGraph
 from matchbench.graphs.mtx import read
 
 __all__ = [
-    "SMOKE_DIR", "delaunay", "erdos_renyi", "grid", "kronecker", "mtx_file", "read",
-    "rgg", "road", "smoke", "smoke_names", "suitesparse_matrix",
+    "SMOKE_DIR", "csr_stack", "delaunay", "erdos_renyi", "grid", "kronecker", "mtx_file",
+    "read", "rgg", "road", "smoke", "smoke_names", "suitesparse_matrix",
 ]
 
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
@@ -54,6 +57,11 @@ erdos_renyi = _mcm(
 mtx_file = _mcm(mtx.load)
 #: ``dataset=suitesparse``: a SuiteSparse matrix, downloaded and cached.
 suitesparse_matrix = _mcm(suitesparse.load)
+#: ``dataset=mcm_stack``: graph ``seed`` of a bulk file (``.npz`` of ``indptr``, ``indices``,
+#: ``shapes``), sized from the file's shapes and pointers; its bulk hook opens a file once
+#: for all the graphs of a batch.
+csr_stack = _mcm(stackfile.csr_stack, size_hint=stackfile.graph_bytes)
+csr_stack.matchbench_bulk = stackfile.csr_stack_bulk  # type: ignore[attr-defined]
 
 
 def smoke_names() -> list[str]:
