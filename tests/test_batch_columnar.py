@@ -407,3 +407,23 @@ def test_a_chunk_that_cannot_be_made_as_columns_is_solved_one_by_one(tmp_path, m
     assert len(rows) == 8 and sum(t.num_rows for t in tables) == 6  # 4 alone, 3 as columns
     every = rows + pa.concat_tables(tables).to_pylist()
     assert _content(every) == _content(execute_batch(batch)[0])
+
+
+def test_a_batch_makes_its_host_initializer_once(tmp_path, monkeypatch):
+    from matchbench.families.mcm.cheap import CheapCPU
+
+    made = []
+    real = CheapCPU.__init__
+    monkeypatch.setattr(CheapCPU, "__init__", lambda self, **kw: made.append(1) or real(self, **kw))
+    many = {"name": "g", "many": {"_target_": "matchbench.families.mcm.datasets.rgg"}, "count": 6, "seed": 1,
+            "draw": {"scale": [5, 6]}}  # fmt: skip
+    cfg = _cfg(tmp_path, {"_target_": "matchbench.families.mcm.ref_scipy.ScipyHopcroftKarp"}, many)
+    cfg["init"] = {"_target_": "matchbench.families.mcm.cheap.CheapCPU"}  # conf/init/cheap_cpu.yaml
+    plan = build_plan(cfg)
+    batch = Batch(batch_id="b0", tasks=plan.tasks)
+    assert all(t.init_cfg for t in batch.tasks)
+    made.clear()  # the planner makes one to read its label
+    rows, _ = _columnar(batch)
+    assert len(made) == 1  # once per batch, not per instance
+    assert len(rows) == 12 and all(r["status"] == "ok" and r["init"] == "cheap_cpu" for r in rows)
+    assert all(r["t_init_s"] is not None and r["objective_init"] is not None for r in rows)
