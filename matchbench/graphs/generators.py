@@ -11,7 +11,8 @@ spreads its edge chunks over threads (numpy's random generators and array operat
 release the GIL). Results do not depend on the number of threads.
 
 :func:`rgg_bulk` makes many small :func:`rgg` graphs at once (the bulk hook of the MCM
-dataset ``rgg``, for batches), each equal to rgg's own, array for array.
+dataset ``rgg``, for batches), each equal to rgg's own, array for array, with a compiled
+kernel (numba, :mod:`matchbench.graphs.rgg_numba`, imported on its first call only).
 
 Geometric families (Delaunay, random geometric) number their points along horizontal
 strips (ordered by strip, then by x), so that the original numbering has the spatial
@@ -78,8 +79,6 @@ def check_int(what: str, value: Any, lo: int, hi: int | None = None) -> int:
         bound = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
         raise DatasetError(f"{what} must be {bound}, not {value}")
     return int(value)
-
-
 
 
 def _from_symmetric_csr(
@@ -324,22 +323,24 @@ def rgg(scale: int, seed: int = 1, radius_factor: float = 0.55) -> BipartiteGrap
 #: :func:`rgg_bulk`'s checks.
 _RGG_PARAMETERS = {k: p.default for k, p in inspect.signature(rgg).parameters.items()}
 
-#: Points of one chunk of :func:`rgg_bulk` (graphs of one scale and radius); a graph with
-#: more is made alone, by :func:`rgg`.
-RGG_BULK_POINTS = 1 << 16
-#: Candidate pairs :func:`rgg_bulk` tests at once: a few arrays of this many stay in cache.
-RGG_BULK_CANDIDATES = 1 << 17
-#: Bins of a point's height within its strip, for the reach of its disk into the strips above.
-_RGG_BINS = 64
+#: Points of one chunk of :func:`rgg_bulk` (consecutive graphs, one call of its kernel,
+#: whose output array, about 70 bytes a point, their arrays share); a graph with more is
+#: made alone, by :func:`rgg`.
+RGG_BULK_POINTS = 1 << 18
 
 
 def rgg_bulk(kwargs_list: list[dict[str, Any]]) -> list[BipartiteGraph]:
     """:func:`rgg` for each of ``kwargs_list`` (its keyword arguments), many graphs at once.
 
     The hook ``matchbench_bulk`` of the MCM dataset function ``rgg``: for the thousands
-    of small graphs of a batch (``2**8`` to ``2**12`` vertices) it is about three times
-    faster than one call of :func:`rgg` each: no k-d tree, no sort of the edges, and no
-    Python per graph beyond drawing its points and making its object.
+    of small graphs of a batch (``2**8`` to ``2**12`` vertices) it is about ten times
+    faster than one call of :func:`rgg` each. Per graph, Python only draws its points
+    and makes its object; a compiled kernel
+    (:func:`~matchbench.graphs.rgg_numba.rgg_csr_chunk`) numbers the points, finds the
+    pairs and writes the CSR of a chunk of consecutive graphs at once: no k-d tree, no
+    sort of the edges, no scipy. The first call of a process imports numba and loads the
+    kernel from numba's cache (about half a second), or compiles it where there is none
+    (seconds).
 
     Parameters
     ----------
@@ -352,7 +353,10 @@ def rgg_bulk(kwargs_list: list[dict[str, Any]]) -> list[BipartiteGraph]:
     list of BipartiteGraph
         In the order of ``kwargs_list``, each equal to ``rgg(**kwargs)``: the same
         ``row_ptr``, ``row_ind``, ``col_ptr`` and ``col_ind`` (values and dtypes; four
-        arrays of its own), ``n_rows``, ``n_cols``, ``name``, ``family`` and ``params``.
+        arrays that do not overlap), ``n_rows``, ``n_cols``, ``name``, ``family`` and
+        ``params``. The arrays are views of one array per chunk (up to
+        :data:`RGG_BULK_POINTS` points of graphs, about 70 bytes a point), which stays in
+        memory while any graph of the chunk does.
 
     Raises
     ------
@@ -366,49 +370,66 @@ def rgg_bulk(kwargs_list: list[dict[str, Any]]) -> list[BipartiteGraph]:
 
     - Points: :func:`unit_square_points`' draw, ``default_rng(seed).random((n, 2))``
       per graph, and its numbering, the stable argsort of :func:`_strip_key` (by strip,
-      then ``x``; :func:`_strip_order`), computed for all graphs of a chunk at once by
-      two stable sorts that give the same permutation (see the code).
-    - Candidates: the graphs of one scale and radius go together. Each point ``p`` is
-      paired with the later points of its strip up to the last ``x`` bin (cell) its
-      disk reaches, and with the points of the cells it reaches in the strips above,
-      bounds widened by a margin far above their rounding errors (:func:`_rgg_margin`,
-      :func:`_rgg_reach`): every pair within the radius is a candidate exactly once, as
-      ``(p, q)`` with ``p < q``. Since the points are numbered by strip, then ``x``, a
-      cell's points are one range of numbers, and a point's candidates are a few ranges
-      in increasing order. That the numbering is by cell is checked, not assumed (two
-      tied keys may put ``x`` back by a rounding error); a chunk where it is not is made
-      by :func:`rgg` itself.
+      then ``x``; :func:`_strip_order`), by a counting sort into bins of the key, then
+      an insertion sort, which give the same permutation
+      (:func:`~matchbench.graphs.rgg_numba.strip_order`).
+    - Candidates: each strip's width is cut into bins (two a strip: about half a point
+      each), and the bin of a point is ``floor(key * bins)``, from its key as rounded; so
+      a run of bins is a range of point numbers. Each point ``p`` is paired with the later
+      points of its strip in the bins up to ``x + r``, and with the points of each strip
+      above in the bins within the half width its disk reaches there, bounds widened by a
+      margin far above their rounding errors (``1e-6 r + 1e-9``; ``1e-16`` relative,
+      which a square root near 0 turns into ``1e-8``): every pair within the radius is a
+      candidate exactly once, as ``(p, q)`` with ``p < q``, the ``q`` of ``p`` in
+      increasing order. That needs each point's bin in its own strip, which a key rounded
+      up to the next strip (``x`` within ``1e-14`` of 1) breaks: such a graph is made by
+      :func:`rgg` itself.
     - Test: a candidate is kept when ``dx * dx + dy * dy <= radius * radius``, the
       arithmetic of ``cKDTree.query_pairs`` (``sqeuclidean_distance_double``, then
       ``d <= upper_bound`` with ``upper_bound = r * r`` for ``p = 2``, ``eps = 0``),
-      rounded alike: NumPy neither fuses nor reorders the multiply-add, and the sum is
+      rounded alike: numba neither fuses nor reorders the multiply-add, and the sum is
       the same for ``(p, q)`` and ``(q, p)``. The tree also takes whole node pairs
       whose bounding rectangles lie within the radius without a test per point; those
       points are as close in exact arithmetic (the tests compare thousands of graphs).
-    - CSR: the kept pairs, in candidate order, are the upper triangle of the chunk's
-      block-diagonal adjacency matrix, each row's columns increasing; adding its
-      transpose (scipy, on canonical matrices) gives each row its columns in increasing
-      order without repeats: the canonical CSR of :func:`_symmetric_graph`. Each graph's
-      arrays are copied out of the chunk's in the dtype of
-      :func:`~matchbench.graphs.bipartite.index_dtype`, both directions equal.
+    - CSR: row ``i`` holds its columns ``j < i`` (the rows whose pairs hold ``i``,
+      placed in row order), then its pairs ``(i, j)``: increasing, without repeats, the
+      canonical CSR of :func:`_symmetric_graph`, in the dtype of
+      :func:`~matchbench.graphs.bipartite.index_dtype` (int32; a graph of more entries
+      is made by :func:`rgg`), both directions equal.
     - ``name``, ``family`` and ``params``: from the same checked arguments and radius
       (:func:`_rgg_args`).
     """
     args = [_rgg_bulk_args(kw) for kw in kwargs_list]
     out: list[BipartiteGraph | None] = [None] * len(args)
-    groups: dict[tuple[int, float], list[int]] = {}
-    for i, (scale, _, radius_factor, _) in enumerate(args):
-        if 1 << scale > RGG_BULK_POINTS:  # the tree's cost per graph is nothing there
-            out[i] = rgg(**kwargs_list[i])
-        else:
-            groups.setdefault((scale, radius_factor), []).append(i)
-    for (scale, _), members in groups.items():
-        n, radius = 1 << scale, args[members[0]][3]
-        _, w, _ = _rgg_grid(n, radius)
-        # A row has w + 1 ranges: bounded too, for radii that reach across the square.
-        per = max(1, min(RGG_BULK_POINTS // n, 4 * RGG_BULK_POINTS // (n * (w + 2))))
-        for lo in range(0, len(members), per):
-            _rgg_chunk([(i, args[i]) for i in members[lo : lo + per]], n, radius, out)
+    chunks: list[list[int]] = []
+    points: list[int] = []
+    for i, (scale, seed, radius_factor, _) in enumerate(args):
+        n = 1 << scale
+        if n > RGG_BULK_POINTS:  # a k-d tree costs little per point there
+            out[i] = rgg(scale, seed, radius_factor)
+            continue
+        if not chunks or points[-1] + n > RGG_BULK_POINTS:
+            chunks.append([])
+            points.append(0)
+        chunks[-1].append(i)
+        points[-1] += n
+    if not chunks:
+        return out  # type: ignore[return-value]
+    from matchbench.graphs.rgg_numba import rgg_csr_chunk, work_space  # numba: when used
+
+    # One points array and one work space for all chunks: fresh memory costs page faults.
+    xy = np.empty((max(points), 2))
+    work = work_space(max(points))
+    for chunk, n_points in zip(chunks, points, strict=True):
+        offsets = np.empty(len(chunk) + 1, dtype=np.int64)
+        offsets[0] = at = 0
+        for b, i in enumerate(chunk):
+            end = at + (1 << args[i][0])
+            np.random.default_rng(args[i][1]).random((end - at, 2), out=xy[at:end])  # as rgg
+            offsets[b + 1] = at = end
+        radii = np.array([args[i][3] for i in chunk], dtype=np.float64)
+        arrays, starts, made, work = rgg_csr_chunk(xy[:n_points], offsets, radii, work)
+        _rgg_graphs(chunk, args, arrays, starts.tolist(), made.tolist(), out)
     return out  # type: ignore[return-value]
 
 
@@ -424,166 +445,36 @@ def _rgg_bulk_args(kw: dict[str, Any]) -> tuple[int, int, float, float]:
     return _rgg_args(full["scale"], full["seed"], full["radius_factor"])
 
 
-def _rgg_margin(radius: float) -> float:
-    """Slack of :func:`rgg_bulk`'s candidate bounds: far above their rounding errors
-    (``1e-16`` relative, which a square root near 0 turns into ``1e-8``), far below a
-    cell."""
-    return 1e-6 * radius + 1e-9
-
-
-def _rgg_grid(n: int, radius: float) -> tuple[int, int, int]:
-    """``(strips, w, cells)`` of :func:`rgg_bulk` for ``n`` points: the strips of
-    :func:`_strip_order`, how many strips above its own a point's disk may reach, and
-    the ``x`` bins of the unit width (about eight a radius, at most ``8 * strips``)."""
-    strips = _strips(n)
-    reach = (radius + _rgg_margin(radius)) * strips
-    # Strip numbers are floor(y * strips), rounded: a pair within the radius is at most
-    # ceil(reach) strips apart. NaN: none (no pair passes the test).
-    w = strips - 1 if not reach < strips - 1 else math.ceil(reach)
-    cells = 8 * strips if not radius * strips > 1 else max(1, int(8 / radius))
-    return strips, w, cells
-
-
-def _rgg_reach(strips: int, w: int, cells: int, radius: float) -> np.ndarray:
-    """``m[d, j]``: a point of bin ``j`` of its strip (its height there in
-    ``[j, j + 1) / _RGG_BINS`` of the strip) reaches, in the strip ``d`` above it, at
-    most ``m`` cells left and right of its own (-1: none); row 0: its own strip.
-
-    A point in cell ``c`` lies in ``[c, c + 1) / cells``; its neighbours within half
-    width ``H`` lie in ``c - m .. c + m`` with ``m = floor(H * cells) + 1``, rounding of
-    the cell numbers included. ``H = sqrt(r**2 - dy**2) + margin`` for the least ``dy``
-    to the strip, less a rounding error of the strips' edges.
-    """
-    margin = _rgg_margin(radius)
-    top = np.arange(1, _RGG_BINS + 1) / _RGG_BINS  # highest position in the bin
-    d = np.arange(w + 1)[:, None]
-    dy = np.maximum((d - top) / strips - 1e-9, 0.0)
-    dy[0] = 0.0
-    half = np.sqrt(np.maximum(radius * radius - dy * dy, 0.0)) + margin
-    with np.errstate(invalid="ignore", over="ignore"):
-        m = np.floor(np.minimum(half * cells, cells)) + 1  # at most a whole strip
-    return np.where(dy <= radius + margin, m, -1).astype(np.int64)
-
-
-def _rgg_chunk(
-    chunk: list[tuple[int, tuple[int, int, float, float]]],
-    n: int,
-    radius: float,
+def _rgg_graphs(
+    chunk: list[int],
+    args: list[tuple[int, int, float, float]],
+    arrays: np.ndarray,
+    starts: list[int],
+    ok: list[bool],
     out: list[BipartiteGraph | None],
 ) -> None:
-    """The graphs of ``chunk`` (``(index in out, checked arguments)``, all of ``n``
-    points and this radius) into ``out``; see :func:`rgg_bulk`."""
-    n_all = len(chunk) * n
-    xy = np.empty((len(chunk), n, 2))
-    for b, (_, (_, seed, _, _)) in enumerate(chunk):
-        np.random.default_rng(seed).random((n, 2), out=xy[b])  # unit_square_points' draw
-    strips, w, cells = _rgg_grid(n, radius)
-    # unit_square_points' numbering, each graph's stable argsort of its _strip_key, made
-    # faster: a radix sort by a 16-bit coarsening of the key, then a merge sort of the
-    # now nearly sorted key. Both are stable and equal keys share a coarse key, so the
-    # permutation is the stable argsort's.
-    key, _ = _strip_key(xy[:, :, 0], xy[:, :, 1], strips)
-    coarse = np.minimum(key * (65536 / strips), 65535).astype(np.uint16)
-    order = np.argsort(coarse, axis=1, kind="stable")
-    del coarse
-    key = np.take_along_axis(key, order, axis=1)
-    order = np.take_along_axis(order, np.argsort(key, axis=1, kind="stable"), axis=1)
-    del key
-    x = np.take_along_axis(xy[:, :, 0], order, axis=1).ravel()
-    y = np.take_along_axis(xy[:, :, 1], order, axis=1).ravel()
-    del xy, order
-    # Cells: x bins within strips, numbered graph by graph, strip by strip, with w empty
-    # strips after a graph's own. The candidate ranges need the numbering to be by cell:
-    # checked, not assumed (x may step back by a rounding error where two keys tie).
-    strip = np.minimum((y * strips).astype(np.int64), strips - 1)
-    height = np.minimum(((y * strips - strip) * _RGG_BINS).astype(np.int64), _RGG_BINS - 1)
-    cx = np.minimum((x * cells).astype(np.int64), cells - 1)
-    row_base = (np.repeat(np.arange(len(chunk), dtype=np.int64) * (strips + w), n) + strip) * cells
-    cell = row_base + cx
-    if n_all > 1 and not bool(np.all(cell[1:] >= cell[:-1])):
-        for i, (scale, seed, radius_factor, _) in chunk:
+    """The graphs ``chunk`` (indices into ``args``, their checked arguments, and
+    ``out``) into ``out``, from their arrays ``arrays[starts[b]:starts[b + 1]]`` made
+    by :func:`~matchbench.graphs.rgg_numba.rgg_csr_chunk` (by :func:`rgg` where not
+    ``ok``)."""
+    for b, i in enumerate(chunk):
+        scale, seed, radius_factor, radius = args[i]
+        if not ok[b]:
             out[i] = rgg(scale, seed, radius_factor)
-        return
-    n_cells = len(chunk) * (strips + w) * cells
-    start = np.zeros(n_cells + 1, dtype=np.int64)
-    np.cumsum(np.bincount(cell, minlength=n_cells), out=start[1:])
-    del cell, strip
-
-    # Ranges [lo, hi) of each row's candidates: its own strip after it, then strips above.
-    reach = _rgg_reach(strips, w, cells, radius)
-    lo = np.empty((n_all, w + 1), dtype=np.int64)
-    lens = np.empty((n_all, w + 1), dtype=np.int64)
-    lo[:, 0] = np.arange(1, n_all + 1)
-    hi = start[row_base + np.minimum(cx + int(reach[0, 0]), cells - 1) + 1]
-    row_len = np.maximum(hi - lo[:, 0], 0)
-    lens[:, 0] = row_len
-    for d in range(1, w + 1):
-        m = reach[d][height]
-        base = row_base + d * cells
-        first = start[base + np.maximum(cx - m, 0)]
-        hi = start[base + np.minimum(cx + m, cells - 1) + 1]
-        hi -= first
-        np.maximum(hi, 0, out=hi)
-        lo[:, d] = first
-        lens[:, d] = hi
-        row_len += hi
-    del row_base, cx, height, first, hi
-    row_end = np.cumsum(row_len)
-
-    # The candidates of a cache-sized slice of rows at a time, in row and column order.
-    r2 = radius * radius  # cKDTree's upper bound for p = 2
-    ptr = np.empty(n_all + 1, dtype=np.int64)
-    cols: list[np.ndarray] = []
-    kept = 0
-    r0 = 0
-    while r0 < n_all:
-        before = int(row_end[r0 - 1]) if r0 else 0
-        r1 = max(r0 + 1, int(np.searchsorted(row_end, before + RGG_BULK_CANDIDATES, "right")))
-        seg_len = lens[r0:r1].ravel()
-        seg_end = np.cumsum(seg_len)
-        q = np.repeat(lo[r0:r1].ravel() - (seg_end - seg_len), seg_len)
-        q += np.arange(q.shape[0], dtype=np.int64)
-        rl = row_len[r0:r1]
-        row = np.repeat(np.arange(r0, r1, dtype=np.int64), rl)
-        dx = np.take(x, q)
-        dx -= np.take(x, row)
-        dy = np.take(y, q)
-        dy -= np.take(y, row)
-        dx *= dx
-        dy *= dy
-        dx += dy  # fl(fl(dx * dx) + fl(dy * dy)): cKDTree's sum
-        keep = dx <= r2
-        cols.append(np.compress(keep, q))  # faster than q[keep]
-        counted = np.zeros(q.shape[0] + 1, dtype=np.int64)
-        np.cumsum(keep, out=counted[1:])
-        ptr[r0:r1] = kept + counted[row_end[r0:r1] - rl - before]
-        kept += int(counted[-1])
-        r0 = r1
-    ptr[n_all] = kept
-    upper = sp.csr_matrix(
-        (np.ones(kept, dtype=bool), np.concatenate(cols), ptr), shape=(n_all, n_all)
-    )
-    del cols
-    both = upper + upper.T.tocsr()
-    del upper
-    ptr, col = both.indptr, both.indices
-
-    for b, (i, (scale, seed, radius_factor, radius_b)) in enumerate(chunk):
-        p0 = b * n
-        e0, e1 = int(ptr[p0]), int(ptr[p0 + n])
-        idx = index_dtype(n, e1 - e0)
-        row_ptr = (ptr[p0 : p0 + n + 1] - e0).astype(idx)
-        row_ind = (col[e0:e1] - p0).astype(idx)
+            continue
+        n = 1 << scale
+        start, end = starts[b], starts[b + 1]
+        half = (start + end) >> 1
         out[i] = BipartiteGraph(
             n_rows=n,
             n_cols=n,
-            row_ptr=row_ptr,
-            row_ind=row_ind,
-            col_ptr=row_ptr.copy(),
-            col_ind=row_ind.copy(),
+            row_ptr=arrays[start : start + n + 1],
+            row_ind=arrays[start + n + 1 : half],
+            col_ptr=arrays[half : half + n + 1],
+            col_ind=arrays[half + n + 1 : end],
             name=f"rgg_n_2_{scale}_s{seed}",
             family="rgg",
-            params=_rgg_params(scale, seed, radius_factor, radius_b),
+            params=_rgg_params(scale, seed, radius_factor, radius),
         )
 
 

@@ -4,6 +4,8 @@ array for array and attribute for attribute, to its one-by-one generation."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from matchbench.core.errors import DatasetError
 from matchbench.families.mcm import datasets as M
 from matchbench.graphs import generators as G
+from matchbench.graphs import rgg_numba as R
 
 ARRAYS = ("row_ptr", "row_ind", "col_ptr", "col_ind")
 
@@ -47,6 +50,14 @@ def _check(kws):
     assert len(made) == len(kws)
     for kw, graph in zip(kws, made, strict=True):
         _assert_same(graph, G.rgg(**kw))
+    # No two graphs' arrays overlap either (they may be views of one array).
+    spans = sorted(
+        (a.__array_interface__["data"][0], a.nbytes)
+        for g in made
+        for a in (getattr(g, name) for name in ARRAYS)
+        if a.nbytes
+    )
+    assert all(lo + size <= nxt for (lo, size), (nxt, _) in zip(spans[:-1], spans[1:], strict=True))
     return made
 
 
@@ -104,30 +115,78 @@ def test_mixed_arguments_keep_their_order():
     assert G.rgg_bulk([]) == []
 
 
-def test_small_chunks_slices_and_large_graphs(monkeypatch):
-    # Chunks of a few graphs, slices of a few candidates, and graphs past the bulk size
-    # (made by rgg itself) give the same graphs.
+def test_small_chunks_work_space_and_large_graphs(monkeypatch):
+    # Chunks of a few graphs, a work space that must grow many times, and graphs past
+    # the bulk size (made by rgg itself) give the same graphs.
     monkeypatch.setattr(G, "RGG_BULK_POINTS", 1 << 7)
-    monkeypatch.setattr(G, "RGG_BULK_CANDIDATES", 16)
+    monkeypatch.setattr(
+        R, "work_space", lambda points: (np.empty(1, np.uint32), np.empty(1, np.int64))
+    )
     kws = [{"scale": s, "seed": seed} for s in (1, 3, 6, 7, 8, 10) for seed in range(4)]
     _check(kws + [{"scale": 7, "seed": 1, "radius_factor": 20.0}])
 
 
-def test_a_numbering_not_by_cell_falls_back_to_rgg(monkeypatch):
-    # Should the numbering ever change (here: by x alone), the bulk path sees it and lets
-    # rgg make the chunk's graphs, still equal to rgg's.
-    def by_x(x, y, strips):
-        return x + 0.0 * y, np.minimum((y * strips).astype(np.int64), strips - 1)
+def _tricky_points():
+    """Point sets whose strip keys tie or round: equal points, points of one strip with
+    ``x`` one ulp apart (equal keys once the strip is added), ``x = 0``, ``x`` a rounding
+    error below 1 (a key rounded up to the next strip), ``y`` at strip edges."""
+    rng = np.random.default_rng(3)
+    sets = []
+    for n in (2, 3, 16, 64, 100, 1000):
+        xy = rng.random((n, 2))
+        xy[: n // 3] = xy[0]
+        some = slice(n // 3, n // 2)
+        xy[some, 1] = xy[0, 1]
+        xy[some, 0] = np.where(rng.random(n // 2 - n // 3) < 0.5, np.nextafter(xy[0, 0], 2), 0)
+        sets.append(xy)
+    x = [0.5, 0.5 + 2.0**-54, 0.5 + 2.0**-53, 1 - 2.0**-53, 0.0, 0.25, 1 - 2.0**-52, 0.5]
+    y = [0.75, 0.75, 0.8, 0.5, 0.5, 0.5 - 2.0**-54, 0.2, 0.99]
+    sets.append(np.column_stack([x, y]))
+    return sets
 
-    monkeypatch.setattr(G, "_strip_key", by_x)
+
+def test_strip_order_is_the_stable_argsort():
+    rng = np.random.default_rng(1)
+    sets = [rng.random((n, 2)) for n in (1, 2, 5, 256, 4097)] + _tricky_points()
+    for xy in sets:
+        assert np.array_equal(R.strip_order(xy), G._strip_order(xy)), len(xy)
+
+
+def test_a_key_rounded_into_the_next_strip_is_left_to_the_caller():
+    # 8 points, 3 strips; in the middle one, x = 1 - 2**-53 makes the key 1 + x round
+    # to 2.0, the next strip's first key: the kernel leaves that graph to rgg.
+    good = np.random.default_rng(2).random((8, 2))
+    bad = good.copy()
+    bad[0] = (1 - 2.0**-53, 0.5)
+    radii = np.array([0.5, 0.5])
+    arrays, starts, ok, _ = R.rgg_csr_chunk(
+        np.concatenate([bad, good]), np.array([0, 8, 16]), radii, R.work_space(16)
+    )
+    assert ok.tolist() == [False, True] and starts[0] == starts[1] < starts[2]
+
+
+def test_graphs_the_kernel_leaves_are_made_by_rgg(monkeypatch):
+    kernel = R.rgg_csr_chunk
+
+    def leaving_every_other(xy, offsets, radii, work):
+        arrays, starts, ok, work = kernel(xy, offsets, radii, work)
+        return arrays, starts, ok & (np.arange(ok.shape[0]) % 2 == 1), work
+
+    monkeypatch.setattr(R, "rgg_csr_chunk", leaving_every_other)
     calls = []
     real = G.rgg
     monkeypatch.setattr(G, "rgg", lambda *a, **k: calls.append(a) or real(*a, **k))
     kws = [{"scale": s, "seed": seed} for s in (4, 8) for seed in range(3)]
     made = G.rgg_bulk(kws)
-    assert len(calls) == len(kws)
+    assert len(calls) == len(kws) // 2
     for kw, graph in zip(kws, made, strict=True):
         _assert_same(graph, real(**kw))
+
+
+def test_importing_the_generators_imports_no_numba():
+    code = "import sys, matchbench.graphs.generators; print('numba' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize(
