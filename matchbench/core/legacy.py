@@ -25,6 +25,7 @@ it names.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -123,6 +124,7 @@ def _split(name: str, modules: Mapping[str, str]) -> tuple[str, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # a pure function of the name; a plan asks per task
 def current_name(name: str) -> str | None:
     """The spelling since the move of a dotted name spelled as before it.
 
@@ -147,6 +149,7 @@ def current_name(name: str) -> str | None:
     return None if hit is None else MOVED_MODULES[hit[0]] + hit[1]
 
 
+@functools.lru_cache(maxsize=4096)
 def frozen_name(name: str) -> str:
     """The identity of a solver class or dataset function, as ids and keys hash it.
 
@@ -177,8 +180,14 @@ def frozen_name(name: str) -> str:
     return old if old is not None and current_name(old) == new else new
 
 
+#: Leaves of plain config data, told apart before the (slow) ABC check for a Mapping.
+_SCALARS = (str, int, float, bool, type(None))
+
+
 def _map_targets(obj: Any, rename: Any) -> Any:
-    if isinstance(obj, Mapping):
+    if type(obj) in _SCALARS:
+        return obj
+    if type(obj) is dict or isinstance(obj, Mapping):
         out = {k: _map_targets(v, rename) for k, v in obj.items()}
         target = out.get("_target_")
         if isinstance(target, str):
@@ -233,7 +242,9 @@ def frozen_targets(obj: Any) -> Any:
     {'_target_': 'matchbench.solvers.gpu.gpr.GPR', 'threads': None, 'k': 0.7}
     """
     def freeze(obj: Any) -> Any:
-        if isinstance(obj, Mapping):
+        if type(obj) in _SCALARS:
+            return obj
+        if type(obj) is dict or isinstance(obj, Mapping):
             return _freeze_options({k: freeze(v) for k, v in obj.items()})
         if isinstance(obj, list | tuple):
             return [freeze(v) for v in obj]
