@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from matchbench.core.errors import AnswerError
+from matchbench.core.npy import read_header
 
 __all__ = ["TextAnswer", "Tokens", "check_range", "first_repeat", "npy_ints", "one_line", "show", "shown"]
 
@@ -169,13 +170,7 @@ def npy_ints(data: bytes, source: str, shape: tuple[int, ...], what: str) -> np.
         raise AnswerError(f"{source}: empty; expected a .npy file of {what}")
     f = io.BytesIO(data)
     try:
-        version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            got, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        elif version == (2, 0):
-            got, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-        else:
-            raise ValueError(f"unsupported .npy format version {version[0]}.{version[1]}")
+        got, fortran, dtype, offset = read_header(f)
     except Exception as exc:  # noqa: BLE001 - any defect of an untrusted file
         raise AnswerError(f"{source}: not a .npy file of {what} ({exc or type(exc).__name__})") from None
     if dtype.kind not in "iu" or dtype.fields is not None or dtype.subdtype is not None:
@@ -183,7 +178,6 @@ def npy_ints(data: bytes, source: str, shape: tuple[int, ...], what: str) -> np.
     if tuple(got) != tuple(shape):
         raise AnswerError(f"{source}: a .npy array of shape {tuple(got)}; expected {tuple(shape)} ({what})")
     count = int(np.prod(shape, dtype=np.int64))
-    offset = f.tell()
     if len(data) - offset < count * dtype.itemsize:
         raise AnswerError(
             f"{source}: truncated .npy file: {len(data) - offset} data bytes for "

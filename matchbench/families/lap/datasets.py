@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from matchbench.core import limits
+from matchbench.core.npy import read_header
 from matchbench.core.paths import missing_file
 from matchbench.datasets import dataset, sizes
 from matchbench.families.lap.problem import (
@@ -445,17 +446,11 @@ def _stack_header(p: Path, name: str) -> tuple[tuple[int, ...], np.dtype, int]:
     dtype that is not a real number, and a declared size that the file does not hold
     (a truncated file, or a huge shape in a tiny file), before anything is mapped.
     """
-    from numpy.lib import format as npformat
-
     what = f"lap stack {name!r}:"
     size = p.stat().st_size
     try:
         with open(p, "rb") as f:
-            major, _minor = npformat.read_magic(f)
-            read = npformat.read_array_header_1_0 if major == 1 else npformat.read_array_header_2_0
-            # numpy refuses headers over max_header_size (10,000 bytes by default)
-            shape, fortran, dtype = read(f)
-            offset = f.tell()
+            shape, fortran, dtype, offset = read_header(f)
     except (ValueError, EOFError, OSError, SyntaxError) as exc:
         raise DatasetError(
             f"{what} {p} is not a readable .npy file ({exc or type(exc).__name__})"

@@ -79,6 +79,7 @@ import scipy.sparse as sp
 
 from matchbench.core import limits
 from matchbench.core.errors import DatasetError, DatasetWarning
+from matchbench.core.npy import read_header
 from matchbench.core.paths import missing_file
 from matchbench.families.mcm.api import batch_offsets
 from matchbench.families.mcm.batch_gpu import check_packed
@@ -139,13 +140,7 @@ def _member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, key: str, p: Path, what:
         raise DatasetError(f"{what} {p}: {arr} is encrypted")
     try:
         with zf.open(info) as f:
-            major, _minor = npformat.read_magic(f)
-            if major not in (1, 2):
-                raise ValueError(f".npy format version {major} (1 and 2 are read)")
-            read = npformat.read_array_header_1_0 if major == 1 else npformat.read_array_header_2_0
-            # numpy refuses headers over max_header_size (10,000 bytes by default)
-            shape, fortran, dtype = read(f)
-            header_len = f.tell()
+            shape, fortran, dtype, header_len = read_header(f)
     except (
         ValueError,
         EOFError,
