@@ -13,7 +13,9 @@ the same seeds, the same values (tested value for value against NumPy):
 - the kernel seeds PCG64 from those words and draws every value of a matrix in parallel
   (jumping the generator ahead), flagging a matrix where a draw was rejected (the method
   then draws again, shifting every later value: about once in 70 million draws at n = 64);
-- :func:`draw_uniform_int32` draws the flagged matrices again with NumPy on the host.
+- :func:`draw_uniform_int32_device` draws the flagged matrices again with NumPy on the host
+  and uploads them into their places; the stack stays on the device (a GPU task's batch is
+  solved and certified there: :class:`~matchbench.families.lap.problem.DeviceCostMatrix`).
 """
 
 from __future__ import annotations
@@ -121,10 +123,10 @@ def _launch(seeds: list[int], n: int, hi: int) -> tuple[Any, np.ndarray]:
     from matchbench.gpu.kernels import get_module
 
     if not 1 <= int(hi) <= 2**31 - 2:
-        raise ValueError(f"draw_uniform_int32: hi must lie in [1, 2**31 - 2], got {hi!r}")
+        raise ValueError(f"draw_uniform_int32_device: hi must lie in [1, 2**31 - 2], got {hi!r}")
     n, B = int(n), len(seeds)
     if n < 1:
-        raise ValueError(f"draw_uniform_int32: n must be positive, got {n}")
+        raise ValueError(f"draw_uniform_int32_device: n must be positive, got {n}")
     out = cp.empty((B, n, n), dtype=cp.int32)
     if B == 0:
         return out, np.zeros(0, dtype=np.int64)
@@ -160,26 +162,3 @@ def draw_uniform_int32_device(seeds: list[int], n: int, hi: int) -> Any:
         out[b] = cp.asarray(_numpy_block(seeds[b], int(n), hi))
     cp.cuda.get_current_stream().synchronize()
     return out
-
-
-def draw_uniform_int32(block: np.ndarray, seeds: list[int], hi: int) -> int:
-    """Fill ``block[b]`` (int32, shape (B, n, n)) as ``default_rng(seeds[b]).integers(0, hi + 1,
-    (n, n), dtype=np.int32)`` does; returns how many matrices were drawn again on the host.
-
-    Raises
-    ------
-    ValueError
-        For a block that is not C-contiguous int32 (B, n, n), or ``hi`` outside
-        ``[1, 2**31 - 2]`` (the kernel's range; 0 draws nothing in NumPy either).
-    """
-    if block.dtype != np.int32 or block.ndim != 3 or not block.flags.c_contiguous:
-        raise ValueError(f"draw_uniform_int32: need a C-contiguous int32 (B, n, n) block, got {block.dtype} {block.shape}")
-    if block.shape[1] != block.shape[2]:
-        raise ValueError(f"draw_uniform_int32: blocks must be square, got {block.shape}")
-    n = int(block.shape[1])
-    out, again = _launch(seeds, n, hi)
-    if block.shape[0]:
-        out.get(out=block)
-    for b in again.tolist():
-        block[b] = _numpy_block(seeds[b], n, hi)
-    return int(again.size)
