@@ -76,9 +76,17 @@ def _resolve(target: Any) -> Callable[..., Any]:
     ``hydra.utils.get_method`` raises."""
     if not isinstance(target, str) or not target:
         raise ValueError(f"_target_ must name a function, not {target!r}")
-    from hydra.utils import get_method
+    name = upgrade_name(target, stacklevel=3)  # warns of an old spelling each time
+    fn = _RESOLVED.get(name)
+    if fn is None:
+        from hydra.utils import get_method
 
-    return get_method(upgrade_name(target, stacklevel=3))
+        fn = _RESOLVED[name] = get_method(name)  # a plan of a million specs asks once per spec
+    return fn
+
+
+#: ``_target_`` -> the function :func:`_resolve` found (failures are not kept)
+_RESOLVED: dict[str, Callable[..., Any]] = {}
 
 
 def spec_problem(spec: Mapping[str, Any]) -> str | None:
