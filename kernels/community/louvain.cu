@@ -79,6 +79,13 @@
 //   rounds      the vertices sorted by (id range, bucket): a step is one bucket of one range
 //               (louvain_setup's keys and per-range counts); the host launches the steps in
 //               turn, a move and a commit kernel each.
+//   hashed_rounds
+//               the same steps on a hub-free stage, with the range of v a hash of its id,
+//               ((v * LV_HASH_MULT) mod 2^32) * R >> 32 (louvain_setup's hashed flag; the
+//               host decides per stage, louvain_buckets.stage_ranges). Beyond the paper: it
+//               splits Alg. 1 line 5's bucket pass (all vertices of a bucket at once) into R
+//               passes over pseudo-random vertex sets, each committed (lines 8-11) before
+//               the next, so a vertex decides after its neighbours in the earlier ranges.
 //   hub_chunks  bucket 7 of a range launched as several steps (consecutive slices of the
 //               degree-sorted list), each committed before the next.
 //   prune       flag[v]: evaluate v only if flagged. A move kernel reads and clears only its
@@ -132,6 +139,8 @@
 #define LV_COUNTS 16
 // Most id ranges (matchbench/families/community/louvain_buckets.py, ROUNDS_MAX).
 #define LV_ROUNDS_MAX 64
+// hashed_rounds' multiplier (louvain_buckets.py, HASH_MULT: Knuth's 2^32 / golden ratio).
+#define LV_HASH_MULT 2654435761u
 // Slots of the aggregation's stats array: 0-3 the community count of each bucket (0: empty).
 #define LV_MAXCOMDEG 4
 
@@ -370,13 +379,16 @@ __device__ __forceinline__ double* lv_dslot(unsigned long long* stats, int slot)
 // C = newc = identity (every vertex a community by itself), a = k, size = 1, flag = 1; key[i]
 // its (range, bucket) sort key. stats (zeroed by the host): max degree, 2m = sum k, sum k^2
 // (the singletons' Eq. 1 spread), 2 sum loop (their inside term), and from LV_COUNTS the
-// vertex count of each (range, bucket), rounds <= LV_ROUNDS_MAX ranges.
+// vertex count of each (range, bucket), rounds <= LV_ROUNDS_MAX ranges: contiguous, v R / n
+// (the options' rounds), or with hashed ((v * LV_HASH_MULT) mod 2^32) R >> 32 (hashed_rounds,
+// beyond the paper: Alg. 1 line 5's pass over a bucket taken in R hashed parts; 32-bit
+// unsigned product, then 64-bit, as louvain_buckets.round_of computes it).
 extern "C" __global__ void louvain_setup(long long n, const long long* __restrict__ ptr,
                                          const double* __restrict__ w,
                                          const double* __restrict__ loop, double* k, int* C,
                                          int* newc, double* a, int* size,
                                          unsigned long long* key, unsigned long long* stats,
-                                         int rounds, unsigned char* flag) {
+                                         int rounds, unsigned char* flag, int hashed) {
   __shared__ unsigned long long s_cnt[8 * LV_ROUNDS_MAX];
   __shared__ unsigned long long s_max;
   __shared__ double s_sum[3];
@@ -406,7 +418,11 @@ extern "C" __global__ void louvain_setup(long long n, const long long* __restric
       const int b = lv_move_bucket(deg);
       const unsigned long long low =
           b == 7 ? LV_KEY_LOW - (unsigned long long)min(deg, (long long)LV_KEY_LOW) : 0ull;
-      const int slot = (int)(v * (long long)rounds / n) * 8 + b;  // id range r = v R / n
+      // id range r: v R / n, or (hashed) ((v * LV_HASH_MULT) mod 2^32) R >> 32
+      const unsigned long long h = (unsigned)v * LV_HASH_MULT;  // 32-bit product: mod 2^32
+      const int r = hashed ? (int)((h * (unsigned long long)rounds) >> 32)
+                           : (int)(v * (long long)rounds / n);
+      const int slot = r * 8 + b;
       key[v] = ((unsigned long long)slot << LV_KEY_SHIFT) | low;
       atomicAdd(&s_cnt[slot], 1ull);
       atomicMax(&s_max, (unsigned long long)deg);

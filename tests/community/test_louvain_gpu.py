@@ -22,8 +22,9 @@ the model's answer and the community module's Q with loops.
 The options beyond the paper (``louvain_stages.Options``), each alone and in the recommended
 combination (``conf/algorithm/louvain_gpu_fast.yaml``), keep every one of those properties:
 on integer weights the device makes the host model's moves with each of them, in both commit
-modes (the id ranges shrunk to 64 CSR entries and hubs to degree 8, so that ``rounds`` acts
-on these small graphs; and once at their real sizes on a Kronecker graph of 2^16 vertices);
+modes (the id ranges shrunk to 64 CSR entries, hubs to degree 8 and hashed ranges to stages
+of 16 vertices, so that ``rounds`` and ``hashed_rounds`` act on these small graphs; and once
+at their real sizes on a Kronecker graph of 2^16 vertices and a planted partition of 2^17);
 ``aggregate="flat"`` builds the same contracted graphs as Alg. 3 (same later moves, same
 edge counts); every partition is certified, real weights included, and runs repeat.
 """
@@ -333,20 +334,25 @@ VARIANTS = {
     "t_drop": {"t_drop": 10.0, "bin_limit": 50},
     "aggregation_tolerance": {"aggregation_tolerance": 0.8},
     "flat": {"aggregate": "flat"},
+    "hashed": {"hashed_rounds": 4},
+    "rounds_hashed": {"rounds": 4, "hashed_rounds": 8, "hub_chunks": 3},
+    "hashed_prune": {"hashed_rounds": 5, "prune": True},
     "fast": FAST,
 }
 #: The variants whose relaxed-commit path differs from the paper's (the rest only reorder
 #: launches when every move of an iteration is computed on its starting configuration).
-RELAXED = ("prune", "pickless", "rounds_chunks", "fast")
+RELAXED = ("prune", "pickless", "rounds_chunks", "hashed_prune", "fast")
 CASES = [(v, "bucket") for v in sorted(VARIANTS)] + [(v, "iteration") for v in RELAXED]
 
 
 @pytest.fixture
 def small_ranges(monkeypatch):
-    """Id ranges of 64 CSR entries and hubs of degree 8 (read by both backends at each
-    stage), so that ``rounds`` acts on the small graphs."""
+    """Id ranges of 64 CSR entries, hubs of degree 8 and hashed ranges from 16 vertices
+    (read by both backends at each stage), so that ``rounds`` and ``hashed_rounds`` act on
+    the small graphs."""
     monkeypatch.setattr(LB, "ROUND_MIN_ENTRIES", 64)
     monkeypatch.setattr(LB, "ROUND_HUB_DEGREE", 8)
+    monkeypatch.setattr(LB, "HASH_MIN_VERTICES", 16)
 
 
 @pytest.mark.parametrize(("variant", "commit"), CASES)
@@ -368,7 +374,7 @@ def test_every_option_gives_the_host_models_answer(graphs, small_ranges, variant
     assert not failures, "\n".join(failures[:10])
 
 
-@pytest.mark.parametrize("variant", ["rounds_chunks", "prune", "flat", "fast"])
+@pytest.mark.parametrize("variant", ["rounds_chunks", "prune", "flat", "rounds_hashed", "fast"])
 def test_every_option_gives_certified_partitions(graphs, small_ranges, variant):
     failures = []
     for kind, g, _ in graphs:
@@ -400,6 +406,21 @@ def test_fast_matches_the_model_at_the_real_range_sizes():
     ref, rc, _ = louvain_gpu_model(g, **FAST)
     _same_as_model(part, c, ref, rc)
     _check_answer(g, part, c)
+
+
+def test_hashed_ranges_match_the_model_at_their_real_size():
+    """A planted partition of 2^17 vertices (128 groups of 1,024, degree about 20, no hub):
+    hashed ranges from the first stage on, at the paper's t_bin, with the preset's options
+    and alone."""
+    g = D.community_planted(1 << 17, 128, 0.02, 1e-6, seed=1)
+    assert g.n >= LB.HASH_MIN_VERTICES and np.diff(g.ptr).max() < LB.ROUND_HUB_DEGREE
+    for kw in ({**FAST, "hashed_rounds": 8}, {"hashed_rounds": 8}):
+        part, c, _ = louvain_gpu(g, t_bin=1e-2, **kw)
+        ref, rc, _ = louvain_gpu_model(g, t_bin=1e-2, **kw)
+        _same_as_model(part, c, ref, rc)
+        _check_answer(g, part, c)
+        _, paper, _ = louvain_gpu(g, t_bin=1e-2)
+        assert c["kernel_launches"] > paper["kernel_launches"]  # the ranges' steps
 
 
 def test_options_runs_repeat_exactly(graphs, small_ranges):

@@ -49,6 +49,7 @@ from matchbench.families.community.louvain_gpu import LouvainGPU, LouvainGPUFast
 from matchbench.families.community.louvain_model import louvain_gpu_model
 from matchbench.families.community.louvain_stages import THRESHOLD_SWEEP, Options
 from matchbench.families.community.problem import Community, CommunityGraph, modularity
+from matchbench.families.community.truth import truth_nmi
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = (ROOT / "kernels" / "community" / "louvain.cu").read_text()
@@ -103,6 +104,7 @@ def test_the_kernels_constants_are_the_hosts():
     assert _define("LV_KEY_SHIFT") == LB.KEY_SHIFT
     assert _define("LV_ROUNDS_MAX") == LB.ROUNDS_MAX
     assert _define("LV_COUNTS") == LG._COUNTS
+    assert _define("LV_HASH_MULT") == LB.HASH_MULT
     # the per-range counts sit above the setup's other slots
     assert max(_define(x) for x in ("LV_MAXDEG", "LV_TWO_M", "LV_K2", "LV_LOOP2")) < LG._COUNTS
 
@@ -180,6 +182,9 @@ def test_threshold_sweep_is_the_papers_grid():
         ({"aggregation_tolerance": 0.0}, "aggregation_tolerance"),
         ({"aggregation_tolerance": 1.5}, "aggregation_tolerance"),
         ({"aggregate": "sort"}, "aggregate must be one of 'hash', 'flat'"),
+        ({"hashed_rounds": -1}, "hashed_rounds"),
+        ({"hashed_rounds": LB.ROUNDS_MAX + 1}, "hashed_rounds"),
+        ({"hashed_rounds": True}, "hashed_rounds"),
         ({"t_bin": -1e-3}, "t_bin"),
         ({"t_bin": float("nan")}, "t_bin"),
         ({"t_final": "1e-6"}, "t_final"),
@@ -477,19 +482,85 @@ def test_effective_rounds():
     assert LB.effective_rounds(100 * m, hub - 1, 8) == 1  # no hub: one range
 
 
-@pytest.mark.parametrize("rounds", [1, 2, 3, 7])
-def test_keys_list_ranges_then_buckets_and_steps_cover_them(rounds):
+def test_stage_ranges_hash_only_hub_free_large_stages():
+    m, hub, big = LB.ROUND_MIN_ENTRIES, LB.ROUND_HUB_DEGREE, LB.HASH_MIN_VERTICES
+    # a hub and enough entries: contiguous ranges, whatever hashed_rounds says
+    assert LB.stage_ranges(big, 100 * m, hub, 8, 8) == (8, False)
+    assert LB.stage_ranges(big, 3 * m, hub, 8, 8) == (3, False)
+    # a hub, too few entries: one range (never hashed where there are hubs)
+    assert LB.stage_ranges(big, m, hub, 8, 8) == (1, False)
+    assert LB.stage_ranges(big, 100 * m, hub, 1, 8) == (1, False)
+    # no hub: hashed ranges on stages of HASH_MIN_VERTICES or more
+    assert LB.stage_ranges(big, 100 * m, hub - 1, 8, 8) == (8, True)
+    assert LB.stage_ranges(big, 10, hub - 1, 1, 5) == (5, True)
+    assert LB.stage_ranges(big - 1, 100 * m, hub - 1, 8, 8) == (1, False)
+    # 0 and 1: off, the contiguous rule alone (bit for bit the behaviour before the option)
+    for h in (0, 1):
+        for args in [(big, 100 * m, hub - 1, 8), (big, 100 * m, hub, 8), (big, 3 * m, hub, 8)]:
+            assert LB.stage_ranges(*args, h) == (LB.effective_rounds(*args[1:]), False)
+    # the device reads the largest degree whenever a split is possible
+    for n, nnz, r, h in [(big, 100 * m, 8, 8), (big, m, 1, 8), (10, 100 * m, 8, 0),
+                         (big - 1, m, 8, 8), (big, 100 * m, 1, 1)]:
+        split = any(LB.stage_ranges(n, nnz, d, r, h)[0] > 1 for d in (0, hub - 1, hub, 10**6))
+        assert LB.needs_max_degree(n, nnz, r, h) or not split
+
+
+def test_hashed_range_is_the_kernels_32_bit_arithmetic():
+    v = np.array([0, 1, 2, 3, 1000, 2**20 - 1, 2**30, 2**31 - 2, 2**31 - 1], dtype=np.int64)
+    for rounds in (2, 7, 8, LB.ROUNDS_MAX):
+        want = [((int(x) * 2654435761) % 2**32) * rounds >> 32 for x in v]
+        assert LB.hashed_range(v, rounds).tolist() == want
+        assert (LB.round_of(1000, rounds, hashed=True) == LB.hashed_range(np.arange(1000),
+                                                                          rounds)).all()
+
+
+@pytest.mark.parametrize("rounds", [2, 8, 13])
+def test_hashed_ranges_are_even_and_spread_over_ids(rounds):
+    n = 1 << 16
+    r = LB.round_of(n, rounds, hashed=True)
+    assert r.min() == 0 and r.max() == rounds - 1
+    per = np.bincount(r, minlength=rounds)
+    assert np.abs(per - n / rounds).max() <= 0.01 * n / rounds  # Fibonacci hashing: even
+    # every contiguous block of 64 ids (a planted group's slice, a mesh's neighbourhood)
+    # meets every range: the ranges are not the contiguous ones
+    blocks = r[: n - n % 64].reshape(-1, 64)
+    assert all(len(set(row)) == rounds for row in blocks)
+    counts = LB.move_counts(np.full(n, 5), rounds, hashed=True)
+    assert counts[:, 2].tolist() == per.tolist() and counts.sum() == n
+
+
+def test_hashed_off_keeps_the_contiguous_keys():
+    deg = np.random.default_rng(3).choice([0, 1, 3, 20, 400], size=300)
+    for rounds in (1, 3):
+        assert (LB.move_keys(deg, rounds, False) == LB.move_keys(deg, rounds)).all()
+        assert (LB.move_counts(deg, rounds, False) == LB.move_counts(deg, rounds)).all()
+        assert (LB.round_of(300, rounds, False) == np.arange(300) * rounds // 300).all()
+    # one hashed range is the paper's keys
+    assert (LB.move_keys(deg, 1, True) == LB.move_keys(deg)).all()
+
+
+@pytest.mark.parametrize(("rounds", "hashed"), [(1, False), (2, False), (3, False), (7, False),
+                                                (3, True), (8, True)])
+def test_keys_list_ranges_then_buckets_and_steps_cover_them(rounds, hashed):
     rng = np.random.default_rng(rounds)
     n = 500
     deg = rng.choice([0, 1, 3, 7, 20, 50, 100, 400, 900], size=n)
-    order = np.argsort(LB.move_keys(deg, rounds), kind="stable")
-    r = LB.round_of(n, rounds)
-    assert r.min() == 0 and r.max() == rounds - 1 and (np.diff(r) >= 0).all()
-    assert (r == np.arange(n) * rounds // n).all()
+    order = np.argsort(LB.move_keys(deg, rounds, hashed), kind="stable")
+    r = LB.round_of(n, rounds, hashed)
+    assert r.min() == 0 and r.max() == rounds - 1
+    if hashed:
+        assert (np.diff(r) < 0).any()
+    else:
+        assert (np.diff(r) >= 0).all() and (r == np.arange(n) * rounds // n).all()
     b = LB.move_bucket(deg)
     pairs = (r * 8 + b)[order]
     assert (np.diff(pairs) >= 0).all()  # ranges in turn, buckets in turn within each
-    counts = LB.move_counts(deg, rounds)
+    # within a (range, bucket) below 7 the vertices by id
+    for x in range(rounds):
+        ids = order[(r[order] == x) & (b[order] < 7)]
+        same = b[ids][1:] == b[ids][:-1]
+        assert (np.diff(ids)[same] > 0).all()
+    counts = LB.move_counts(deg, rounds, hashed)
     assert counts.shape == (rounds, 8) and counts.sum() == n
     for x in range(rounds):
         for y in range(8):
@@ -508,7 +579,7 @@ def test_keys_list_ranges_then_buckets_and_steps_cover_them(rounds):
         assert len(sevens) == sum(min(chunks, c) for c in per_range)
         assert max(sevens) - min(sevens) <= max(per_range) // max(1, min(chunks, max(per_range)))
     # one range, one chunk: the paper's seven buckets
-    if rounds == 1:
+    if rounds == 1 and not hashed:
         present = [x for x in range(1, 8) if counts[0, x]]
         assert [x for x, _, _ in LB.move_steps(counts, 1)] == present
         assert (LB.move_keys(deg, 1) == LB.move_keys(deg)).all()
@@ -518,6 +589,7 @@ def test_options_defaults_are_the_papers():
     o = Options()
     assert o.changed() == {} and not any(o.lower_only(i) for i in range(10))
     assert Options.checked(pickless=4).changed() == {"pickless": 4}
+    assert Options.checked(hashed_rounds=8).changed() == {"hashed_rounds": 8}
     assert [i for i in range(12) if Options(pickless=4).lower_only(i)] == [2, 6, 10]
     assert [i for i in range(5) if Options(pickless=1).lower_only(i)] == [0, 1, 2, 3, 4]
     with pytest.raises(TypeError, match="unknown"):
@@ -606,16 +678,19 @@ VARIANTS = {
     "t_drop": {"t_drop": 10.0, "bin_limit": 50},
     "aggregation_tolerance": {"aggregation_tolerance": 0.8},
     "flat": {"aggregate": "flat"},
+    "hashed": {"hashed_rounds": 4},
+    "rounds_hashed": {"rounds": 4, "hashed_rounds": 8, "hub_chunks": 3},
     "fast": FAST,
 }
 
 
 @pytest.fixture
 def small_ranges(monkeypatch):
-    """Id ranges of 64 CSR entries and hubs of degree 8, so that ``rounds`` acts on the
-    tests' small graphs."""
+    """Id ranges of 64 CSR entries, hubs of degree 8 and hashed ranges from 16 vertices, so
+    that ``rounds`` and ``hashed_rounds`` act on the tests' small graphs."""
     monkeypatch.setattr(LB, "ROUND_MIN_ENTRIES", 64)
     monkeypatch.setattr(LB, "ROUND_HUB_DEGREE", 8)
+    monkeypatch.setattr(LB, "HASH_MIN_VERTICES", 16)
 
 
 def _q(g, part):
@@ -693,6 +768,20 @@ def test_hub_options_lift_q_on_a_kronecker_graph():
     q_fast = _q(g, louvain_gpu_model(g, **FAST)[0])
     q_seq = _q(g, louvain(g)[0])
     assert q_fast >= 0.98 * q_seq and q_fast >= q_paper + 0.004, (q_fast, q_paper, q_seq)
+
+
+def test_hashed_ranges_lift_a_planted_partition_at_the_papers_t_bin():
+    """The plateau of issue #33 at 2^17 vertices (128 groups of 1,024, degree about 20, no
+    hub): at t_bin 1e-2 the bucket-synchronous first stage stops after 2 iterations in tens
+    of thousands of fragments; in 8 hashed ranges it runs on to the planted groups."""
+    g = D.community_planted(1 << 17, 128, 0.02, 1e-6, seed=1)
+    base = {k: v for k, v in FAST.items() if k != "hashed_rounds"}
+    part, c, _ = louvain_gpu_model(g, **{**base, "t_bin": 1e-2, "hashed_rounds": 0})
+    hashed, ch, _ = louvain_gpu_model(g, **{**base, "t_bin": 1e-2, "hashed_rounds": 8})
+    assert c["level_iterations"][0] == 2 and c["level_vertices"][1] > 10_000
+    assert ch["level_iterations"][0] > 2 and ch["level_vertices"][1] < 1_000
+    assert _q(g, hashed) > _q(g, part) + 1e-3
+    assert truth_nmi(g, hashed.community) == pytest.approx(1.0)
 
 
 def test_prune_evaluates_flagged_vertices_and_flags_the_movers_neighbours():

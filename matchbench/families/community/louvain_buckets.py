@@ -5,9 +5,10 @@ NumPy so that the driver (:mod:`matchbench.families.community.louvain_gpu`) can 
 launches, the host model (:mod:`matchbench.families.community.louvain_model`) can follow the
 same buckets, and the tests can check both against brute force and against the ``.cu``
 file's ``#define``s. Naim, Manne, Halappanavar & Tumeo, IPDPS 2017 (paper III), Sec. 4.1.
-Beyond the paper (issue #33): the id ranges and hub chunks that split an iteration into
-more steps (:func:`effective_rounds`, :func:`move_keys`, :func:`move_counts`,
-:func:`move_steps`), which both backends take from here.
+Beyond the paper (issue #33): the id ranges (contiguous, or hashed on hub-free stages)
+and hub chunks that split an iteration into more steps (:func:`effective_rounds`,
+:func:`stage_ranges`, :func:`move_keys`, :func:`move_counts`, :func:`move_steps`), which
+both backends take from here.
 """
 
 from __future__ import annotations
@@ -49,6 +50,12 @@ ROUND_MIN_ENTRIES = 1 << 18
 #: The least degree of a hub: a stage without a vertex of this degree (bucket 7's least)
 #: runs one range. Read at each stage (tests lower it).
 ROUND_HUB_DEGREE = 320
+#: Knuth's multiplicative hash constant (2^32 / golden ratio, odd): ``hashed_rounds`` puts
+#: vertex ``v`` in range ``((v * HASH_MULT) mod 2^32) * R >> 32`` (LV_HASH_MULT).
+HASH_MULT = 2654435761
+#: The fewest vertices of a stage whose graph ``hashed_rounds`` splits (a hub-free stage with
+#: fewer runs one range). Read at each stage (tests lower it).
+HASH_MIN_VERTICES = 1 << 17
 
 def is_prime(x: int) -> bool:
     """Whether ``x`` is prime (deterministic Miller-Rabin, exact for every 64-bit ``x``)."""
@@ -128,25 +135,73 @@ def effective_rounds(nnz: int, max_degree: int, rounds: int) -> int:
     return int(max(1, min(int(rounds), int(nnz) // max(1, ROUND_MIN_ENTRIES))))
 
 
-def round_of(n: int, rounds: int) -> np.ndarray:
-    """The id range of each vertex ``v < n``: ``v * rounds // n`` (``louvain_setup``)."""
-    return np.arange(int(n), dtype=np.int64) * int(rounds) // max(1, int(n))
+def stage_ranges(
+    n: int, nnz: int, max_degree: int, rounds: int, hashed_rounds: int = 0
+) -> tuple[int, bool]:
+    """The id ranges of a stage and whether they are hashed: ``(effective_rounds(...),
+    False)`` where that splits the stage (a hub and enough entries) or ``hashed_rounds`` is
+    under 2; else ``(hashed_rounds, True)`` on a stage without a hub (largest degree under
+    :data:`ROUND_HUB_DEGREE`) of at least :data:`HASH_MIN_VERTICES` vertices; else one range.
+
+    >>> stage_ranges(2**20, 10**7, 1000, 8, 8), stage_ranges(2**20, 10**7, 300, 8, 8)
+    ((8, False), (8, True))
+    >>> stage_ranges(2**20, 10**7, 300, 8, 0), stage_ranges(1000, 10**7, 300, 8, 8)
+    ((1, False), (1, False))
+    >>> stage_ranges(2**20, 10**5, 1000, 8, 8)  # a hub: contiguous ranges or none
+    (1, False)
+    """
+    r = effective_rounds(nnz, max_degree, rounds)
+    if r > 1 or int(hashed_rounds) < 2:
+        return r, False
+    if int(max_degree) >= ROUND_HUB_DEGREE or int(n) < HASH_MIN_VERTICES:
+        return 1, False
+    return int(hashed_rounds), True
 
 
-def move_keys(degree: Any, rounds: int = 1) -> np.ndarray:
+def needs_max_degree(n: int, nnz: int, rounds: int, hashed_rounds: int = 0) -> bool:
+    """Whether :func:`stage_ranges` can split the stage, so the device must read its largest
+    degree (one sync); where not, any degree gives one range."""
+    return (int(rounds) > 1 and int(nnz) >= 2 * ROUND_MIN_ENTRIES) or (
+        int(hashed_rounds) > 1 and int(n) >= HASH_MIN_VERTICES
+    )
+
+
+def hashed_range(v: Any, rounds: int) -> np.ndarray:
+    """The hashed id range of vertices ``v`` (``0 <= v < 2^31``): ``((v * HASH_MULT) mod
+    2^32) * rounds >> 32``, in ``[0, rounds)``; the kernel's unsigned 32-bit product, then a
+    64-bit one (exact in int64: ``v * HASH_MULT < 2^63``, ``2^32 * rounds < 2^63``)."""
+    x = np.asarray(v, dtype=np.int64)
+    return ((x * HASH_MULT) & 0xFFFFFFFF) * int(rounds) >> 32
+
+
+def round_of(n: int, rounds: int, hashed: bool = False) -> np.ndarray:
+    """The id range of each vertex ``v < n`` (``louvain_setup``): ``v * rounds // n``, or
+    with ``hashed`` :func:`hashed_range`.
+
+    >>> round_of(8, 4).tolist(), round_of(8, 4, hashed=True).tolist()
+    ([0, 0, 1, 1, 2, 2, 3, 3], [0, 2, 0, 3, 1, 0, 2, 1])
+    """
+    v = np.arange(int(n), dtype=np.int64)
+    if hashed:
+        return hashed_range(v, rounds)
+    return v * int(rounds) // max(1, int(n))
+
+
+def move_keys(degree: Any, rounds: int = 1, hashed: bool = False) -> np.ndarray:
     """The device's sort keys of the vertices (``louvain_setup``): a stable argsort of them
     lists the id ranges (:func:`round_of`) in turn and within each the buckets in turn, each
-    by vertex id, except bucket 7, by decreasing degree (ties by id). ``rounds`` is the
-    stage's :func:`effective_rounds`; with one the keys are the paper's (bucket, degree)."""
+    by vertex id, except bucket 7, by decreasing degree (ties by id). ``rounds`` and
+    ``hashed`` are the stage's :func:`stage_ranges`; with one range the keys are the paper's
+    (bucket, degree)."""
     d = np.asarray(degree, dtype=np.int64)
-    return _keys(move_bucket(d), d, 7, round_of(d.shape[0], rounds))
+    return _keys(move_bucket(d), d, 7, round_of(d.shape[0], rounds, hashed))
 
 
-def move_counts(degree: Any, rounds: int = 1) -> np.ndarray:
+def move_counts(degree: Any, rounds: int = 1, hashed: bool = False) -> np.ndarray:
     """``counts[r, b]``: the vertices of id range ``r`` in move bucket ``b`` (``louvain_setup``'s
     per-range counts, int64 of shape ``(rounds, 8)``)."""
     d = np.asarray(degree, dtype=np.int64)
-    idx = round_of(d.shape[0], rounds) * 8 + move_bucket(d)
+    idx = round_of(d.shape[0], rounds, hashed) * 8 + move_bucket(d)
     return np.bincount(idx, minlength=8 * int(rounds)).reshape(int(rounds), 8).astype(np.int64)
 
 

@@ -55,8 +55,8 @@ Options beyond the paper (issue #33; :class:`~matchbench.families.community.louv
 Each is off by default and each keeps the moves deterministic, so the host model stays the
 oracle. An iteration is a list of *steps* (a bucket of an id range, or a chunk of a range's
 bucket 7: :func:`~matchbench.families.community.louvain_buckets.move_steps`), each a move
-kernel and a commit; ``rounds`` and ``hub_chunks`` make more steps (one more sync per stage
-reads the largest degree when ranges may apply), ``prune`` skips unflagged vertices in the
+kernel and a commit; ``rounds``, ``hashed_rounds`` and ``hub_chunks`` make more steps (one
+more sync per stage reads the largest degree when ranges may apply), ``prune`` skips unflagged vertices in the
 move kernels and flags the movers' neighbours in the commits, ``pickless`` passes
 ``lower_only`` to the move kernels, ``t_drop`` and ``aggregation_tolerance`` change only the
 host loop, and ``aggregate="flat"`` replaces the block-per-community merge of aggregation
@@ -174,12 +174,14 @@ class _DeviceLevels:
         self.size = cp.empty(n, dtype=cp.int32)
         self.prev = self.a2 = self.size2 = None
         self.flag = cp.empty(n, dtype=cp.uint8)
-        rounds = 1
-        if self.opts.rounds > 1 and nnz >= 2 * LB.ROUND_MIN_ENTRIES:
-            # ranges only for graphs with hubs: the largest degree decides (one more sync)
-            top = self._get(cp.max(self.ptr[1:] - self.ptr[:-1]).reshape(1))[0]
+        top = 0
+        if LB.needs_max_degree(n, nnz, self.opts.rounds, self.opts.hashed_rounds):
+            # contiguous ranges only for graphs with hubs, hashed ones only without: the
+            # largest degree decides (one more sync)
+            top = int(self._get(cp.max(self.ptr[1:] - self.ptr[:-1]).reshape(1))[0])
             self._ops(2)
-            rounds = LB.effective_rounds(nnz, int(top), self.opts.rounds)
+        rounds, hashed = LB.stage_ranges(n, nnz, top, self.opts.rounds,
+                                         self.opts.hashed_rounds)
         key = cp.empty(n, dtype=cp.uint64)
         st = cp.zeros(_COUNTS + 8 * rounds, dtype=cp.uint64)
         self._ops()
@@ -187,7 +189,7 @@ class _DeviceLevels:
             "louvain_setup",
             _grid(n, self.sms, BLOCK // 32),
             (np.int64(n), self.ptr, self.w, self.loop, self.k, self.C, self.newc, self.a,
-             self.size, key, st, np.int32(rounds), self.flag),
+             self.size, key, st, np.int32(rounds), self.flag, np.int32(hashed)),
         )
         self.order = cp.argsort(key).astype(cp.int32)
         self._ops(2)
@@ -553,7 +555,7 @@ def louvain_gpu(
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`: ``rounds``,
         ``hub_chunks``, ``prune``, ``pickless``, ``t_drop``, ``aggregation_tolerance``,
-        ``aggregate``); none by default, the paper's method.
+        ``aggregate``, ``hashed_rounds``); none by default, the paper's method.
 
     Returns
     -------
@@ -652,10 +654,10 @@ class LouvainGPU(BaseSolver):
         its relaxed variant (Sec. 5).
     max_iterations : int
         Iterations per stage at most.
-    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate
+    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`); their defaults
-        (1, 1, false, 0, 1.0, 1.0, "hash") are the paper's method, which
+        (1, 1, false, 0, 1.0, 1.0, "hash", 0) are the paper's method, which
         ``conf/algorithm/louvain_gpu.yaml`` runs; :class:`LouvainGPUFast` is the recommended
         combination. Only the options that differ from the paper's are variant parameters
         (``params``, the ``variant`` column), so the paper's variant string is unchanged.
@@ -690,11 +692,13 @@ class LouvainGPU(BaseSolver):
         t_drop: float = 1.0,
         aggregation_tolerance: float = 1.0,
         aggregate: str = "hash",
+        hashed_rounds: int = 0,
     ) -> None:
         opts = check_params(
             t_bin, t_final, bin_limit, commit, max_iterations, rounds=rounds,
             hub_chunks=hub_chunks, prune=prune, pickless=pickless, t_drop=t_drop,
             aggregation_tolerance=aggregation_tolerance, aggregate=aggregate,
+            hashed_rounds=hashed_rounds,
         )
         super().__init__(
             t_bin=float(t_bin),

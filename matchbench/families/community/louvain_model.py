@@ -175,9 +175,10 @@ class HostModel:
         self.flag = np.ones(n, dtype=np.uint8)
         deg = np.diff(self.ptr)
         top = int(deg.max()) if n else 0
-        rounds = LB.effective_rounds(self.nnz, top, self.opts.rounds)
-        order = np.argsort(LB.move_keys(deg, rounds), kind="stable")
-        counts = LB.move_counts(deg, rounds)
+        rounds, hashed = LB.stage_ranges(n, self.nnz, top, self.opts.rounds,
+                                         self.opts.hashed_rounds)
+        order = np.argsort(LB.move_keys(deg, rounds, hashed), kind="stable")
+        counts = LB.move_counts(deg, rounds, hashed)
         self.steps = [order[s : s + c] for _, s, c in LB.move_steps(counts, self.opts.hub_chunks)]
         self.bucket_counts = [int(x) for x in counts.sum(axis=0)[1:]]
         self.two_m, self.loop2 = float(two_m), float(loop2)

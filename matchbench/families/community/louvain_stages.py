@@ -59,6 +59,16 @@ class Options:
         one range see the committed moves of the ranges before, which brings the
         bucket-synchronous iteration nearer the sequential method's (on Kronecker graphs a
         low-degree-first order over all vertices is far from it).
+    hashed_rounds : int
+        On a stage that ``rounds`` does not split and that has no vertex of degree > 319
+        and at least
+        :data:`~matchbench.families.community.louvain_buckets.HASH_MIN_VERTICES` vertices,
+        take its vertices in this many ranges of a hashed id, ``((v * 2654435761) mod 2^32)
+        * R >> 32`` (:func:`~matchbench.families.community.louvain_buckets.stage_ranges`),
+        one after another as ``rounds`` does: each range about 1/R of the vertices,
+        spread over all ids, so a vertex sees the committed moves of its neighbours in the
+        earlier ranges (nearly half of them) instead of none (a cheap stand-in for the
+        distance-1 colouring of Lu, Halappanavar & Kalyanaraman 2015); 0 or 1: never.
     hub_chunks : int
         Move bucket 7 (degree > 319, by decreasing degree) of each range in this many chunks
         committed one after another, so hubs do not follow each other's communities in
@@ -92,6 +102,7 @@ class Options:
     t_drop: float = 1.0
     aggregation_tolerance: float = 1.0
     aggregate: str = "hash"
+    hashed_rounds: int = 0
 
     @classmethod
     def checked(cls, **kw: Any) -> Options:
@@ -113,8 +124,9 @@ class Options:
                 f"not {o.aggregation_tolerance!r}"
             )
         choice("louvain_gpu: aggregate", o.aggregate, AGGREGATE_MODES)
+        non_negative_int("louvain_gpu: hashed_rounds", o.hashed_rounds, ROUNDS_MAX)
         return cls(int(o.rounds), int(o.hub_chunks), bool(o.prune), int(o.pickless),
-                   float(o.t_drop), float(tol), o.aggregate)
+                   float(o.t_drop), float(tol), o.aggregate, int(o.hashed_rounds))
 
     def changed(self) -> dict[str, Any]:
         """The options whose values differ from the paper's (the defaults)."""
