@@ -6,10 +6,11 @@
 #   eval "$(bash docs/peers/build.sh DIR)"   # ... and export them
 #
 # DIR holds the checkouts at the commits named in conf/algorithm/*.yaml, in folders named
-# ECL-MM, HyLAC (branch Hung-Hybrid), HyLAC-Block-LAP (branch Block-LAP) and
-# louvain-communities-cuda; a missing folder is skipped with one line. Each checkout is
-# patched once (a marker file remembers it); the builds run side by side, each logging to
-# DIR/<folder>.build.log; a failed build names its log and leaves the others standing.
+# ECL-MM, HyLAC (branch Hung-Hybrid), HyLAC-Block-LAP (branch Block-LAP),
+# louvain-communities-cuda and leiden-communities-openmp; a missing folder is skipped with
+# one line. Each checkout is patched once (a marker file remembers it); the builds run side
+# by side, each logging to DIR/<folder>.build.log; a failed build names its log and leaves
+# the others standing.
 set -uo pipefail
 [ $# -ge 1 ] && [ -d "$1" ] || { echo "usage: build.sh DIR [ARCH] (DIR: the peers' checkouts)" >&2; exit 2; }
 dir=$(cd "$1" && pwd)
@@ -33,7 +34,8 @@ build() {  # folder variable binary command...
   fi
 }
 
-for p in "ecl-mm ECL-MM" "hylac HyLAC" "hylac-block HyLAC-Block-LAP" "louvain louvain-communities-cuda"; do
+for p in "ecl-mm ECL-MM" "hylac HyLAC" "hylac-block HyLAC-Block-LAP" "louvain louvain-communities-cuda" \
+         "leiden leiden-communities-openmp"; do
   set -- $p
   [ -d "$dir/$2" ] && { patch_once "$1" "$2" || { echo "build.sh: patching $2 failed" >&2; exit 1; }; }
 done
@@ -47,6 +49,8 @@ out=$(mktemp)
   build HyLAC-Block-LAP/codebase/Block-LAP HYLAC_BLOCK_BIN build/exe/src/Hung.cu.exe make ARCH=$arch "$cub" &
   build louvain-communities-cuda GVE_LOUVAIN_BIN louvain nvcc -DTYPE=float -DMAX_THREADS=16 \
     -DREPEAT_METHOD=1 -std=c++17 -arch=sm_$arch -O3 -Xcompiler -fopenmp -x cu main.cxx -o louvain &
+  build leiden-communities-openmp GVE_LEIDEN_BIN leiden g++ -DTYPE=float -DMAX_THREADS=16 \
+    -DREPEAT_METHOD=1 -std=c++17 -O3 -fopenmp main.cxx -o leiden &
   wait
 } >"$out"
 cat "$out"

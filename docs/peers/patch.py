@@ -10,6 +10,7 @@ stops the script, so a peer that has moved on is noticed, not silently mispatche
     python docs/peers/patch.py hylac      PATH/TO/HyLAC            # Hung-CT, Hung, Hung-Tree
     python docs/peers/patch.py hylac-block PATH/TO/HyLAC           # branch Block-LAP
     python docs/peers/patch.py louvain    PATH/TO/louvain-communities-cuda
+    python docs/peers/patch.py leiden     PATH/TO/leiden-communities-openmp
 
 What each patch does:
 
@@ -34,6 +35,12 @@ louvain
     ``$MATCHBENCH_MEMBERSHIP_OMP`` / ``$MATCHBENCH_MEMBERSHIP_CUDA`` where set, outside
     the timed calls, and runs only the method named by ``$MATCHBENCH_LOUVAIN`` ("omp" or
     "cuda") when set.
+leiden
+    The program runs GVE-Louvain and GVE-Leiden (both OpenMP) and prints their modularity.
+    The patch writes each one's membership, as ``louvain`` does, to
+    ``$MATCHBENCH_MEMBERSHIP_LOUVAIN`` / ``$MATCHBENCH_MEMBERSHIP_LEIDEN`` where set,
+    outside the timed calls, and runs only the method named by ``$MATCHBENCH_LEIDEN``
+    ("louvain" or "leiden") when set.
 """
 
 from __future__ import annotations
@@ -205,6 +212,27 @@ PATCHES: dict[str, list[tuple[str, str, str]]] = {
             '  if (!mb_which || std::string(mb_which) == "cuda") {\n'
             '    auto b2 = louvainStaticCuda(x, {REPEAT_METHOD});\n    flog(b2, "louvainStaticCuda");\n'
             '    mb_write(b2, "MATCHBENCH_MEMBERSHIP_CUDA");\n  }\n',
+        ),
+    ],
+    "leiden": [
+        (
+            "main.cxx",
+            '    auto a0 = louvainStaticOmp(x, {repeat});\n    flog(a0, "louvainStaticOmp");\n'
+            '    auto b0 = leidenStaticOmp(x, {repeat});\n    flog(b0, "leidenStaticOmp");\n',
+            "    // matchbench: run the method $MATCHBENCH_LEIDEN names (both when unset) and write its\n"
+            "    // membership (a label per vertex and line) where $MATCHBENCH_MEMBERSHIP_LOUVAIN/_LEIDEN say\n"
+            '    const char *mb_which = getenv("MATCHBENCH_LEIDEN");\n'
+            "    auto mb_write = [&](const auto& ans, const char *var) {\n"
+            "      const char *path = getenv(var);\n      if (!path) return;\n"
+            '      FILE *f = fopen(path, "w");\n      if (!f) { fprintf(stderr, "matchbench: cannot write %s\\n", path); exit(2); }\n'
+            '      for (size_t u = 0; u < ans.membership.size(); ++u)\n        fprintf(f, "%lu\\n", (unsigned long) ans.membership[u]);\n'
+            "      fclose(f);\n    };\n"
+            '    if (!mb_which || std::string(mb_which) == "louvain") {\n'
+            '      auto a0 = louvainStaticOmp(x, {repeat});\n      flog(a0, "louvainStaticOmp");\n'
+            '      mb_write(a0, "MATCHBENCH_MEMBERSHIP_LOUVAIN");\n    }\n'
+            '    if (!mb_which || std::string(mb_which) == "leiden") {\n'
+            '      auto b0 = leidenStaticOmp(x, {repeat});\n      flog(b0, "leidenStaticOmp");\n'
+            '      mb_write(b0, "MATCHBENCH_MEMBERSHIP_LEIDEN");\n    }\n',
         ),
     ],
 }

@@ -73,6 +73,7 @@ def test_a_file_left_unpatched_when_any_anchor_is_missing(tmp_path):
         ("hylac", "HyLAC"),
         ("hylac-block", "HyLAC-Block-LAP"),
         ("louvain", "louvain-communities-cuda"),
+        ("leiden", "leiden-communities-openmp"),
     ],
 )
 def test_the_patches_apply_to_the_named_commits(tmp_path, peer, folder):
