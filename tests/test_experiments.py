@@ -50,6 +50,7 @@ REDUCED: dict[str, list[str]] = {
     "peers_lap_batch": ["dataset.count=6", "run.batch=4", "gpu.repetitions=2"],
     "peers_community": ["dataset.scale=8", "gpu.repetitions=2"],
     "louvain_sota": ["dataset=community_smoke", "gpu.repetitions=2"],
+    "leiden_sota": ["dataset=community_smoke", "gpu.repetitions=2"],
 }
 
 
