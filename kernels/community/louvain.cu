@@ -120,6 +120,9 @@
 #define LV_TS4 53
 #define LV_TS5 127
 #define LV_TS6 479
+// Bucket 7's tables of at most this many slots in shared memory (option smem_hubs; 12 bytes
+// a slot: 42,000 bytes, under the 48 KiB of static shared memory): degrees up to ~2,330.
+#define LV_TS7S 3500
 // Aggregation buckets (comDegree upper bounds) and their shared table sizes.
 #define LV_M1 127
 #define LV_M2 479
@@ -566,7 +569,8 @@ __device__ __forceinline__ void lv_move_block(
     const double* __restrict__ w, const int* __restrict__ C, const double* __restrict__ a,
     const int* __restrict__ size, const double* __restrict__ k, double m,
     int* __restrict__ newc, unsigned char* __restrict__ flag, int prune, int lower_only,
-    int* keys, double* vals, const long long* __restrict__ tsize) {
+    int* gkeys, double* gvals, const long long* __restrict__ tsize,
+    int* skeys = nullptr, double* svals = nullptr) {
   for (long long idx = blockIdx.x; idx < count; idx += gridDim.x) {
     const int v = order[start + idx];
     const int ci = C[v];
@@ -578,6 +582,12 @@ __device__ __forceinline__ void lv_move_block(
     const long long beg = ptr[v], end = ptr[v + 1];
     const unsigned long long P =
         GLOBAL ? (unsigned long long)tsize[idx] : (unsigned long long)lv_prime_of_deg[end - beg];
+    // bucket 7 (GLOBAL): a table of up to LV_TS7S slots in shared memory (skeys/svals), a
+    // larger one in the block's global region; the same table either way (beyond the paper:
+    // Sec. 4.1 keeps every bucket-7 table in global memory)
+    const bool inglobal = GLOBAL && (skeys == nullptr || P > (unsigned long long)LV_TS7S);
+    int* keys = GLOBAL && !inglobal ? skeys : gkeys;
+    double* vals = GLOBAL && !inglobal ? svals : gvals;
     for (unsigned long long s = threadIdx.x; s < P; s += LV_BLOCK) {
       keys[s] = LV_EMPTY;
       vals[s] = 0.0;
@@ -600,9 +610,9 @@ __device__ __forceinline__ void lv_move_block(
     double bg = 0.0;
     int bc = LV_NONE;
     for (unsigned long long s = threadIdx.x; s < P; s += LV_BLOCK) {
-      const int c = GLOBAL ? *((volatile int*)(keys + s)) : keys[s];
+      const int c = inglobal ? *((volatile int*)(keys + s)) : keys[s];
       if (c != LV_EMPTY) {
-        const double e = GLOBAL ? __ldcg(vals + s) : vals[s];
+        const double e = inglobal ? __ldcg(vals + s) : vals[s];
         const double gain = lv_gain(e, e_own, m, scale, a_own, a[c]);  // Eq. 2
         if (gain > 0.0) lv_better(bg, bc, gain, c);
       }
@@ -648,11 +658,15 @@ extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_move_b6(LV_MOVE_A
   lv_move_block<false>(LV_MOVE_PASS, s_keys, s_vals, nullptr);
 }
 // keys/vals: gridDim.x regions of `cap` slots; tsize[t]: the table size of the t-th vertex.
+// smem7: a vertex whose table has at most LV_TS7S slots hashes in shared memory instead.
 extern "C" __global__ void __launch_bounds__(LV_BLOCK)
     louvain_move_b7(LV_MOVE_ARGS, int* gkeys, double* gvals, long long cap,
-                    const long long* __restrict__ tsize) {
+                    const long long* __restrict__ tsize, int smem7) {
+  __shared__ int s_keys[LV_TS7S];
+  __shared__ double s_vals[LV_TS7S];
   lv_move_block<true>(LV_MOVE_PASS, gkeys + (long long)blockIdx.x * cap,
-                      gvals + (long long)blockIdx.x * cap, tsize);
+                      gvals + (long long)blockIdx.x * cap, tsize, smem7 ? s_keys : nullptr,
+                      smem7 ? s_vals : nullptr);
 }
 
 // ---- Alg. 1 lines 8-11: commit -------------------------------------------------------------

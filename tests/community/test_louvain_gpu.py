@@ -337,6 +337,7 @@ VARIANTS = {
     "hashed": {"hashed_rounds": 4},
     "rounds_hashed": {"rounds": 4, "hashed_rounds": 8, "hub_chunks": 3},
     "hashed_prune": {"hashed_rounds": 5, "prune": True},
+    "smem_hubs": {"smem_hubs": True, "hub_chunks": 3},
     "fast": FAST,
 }
 #: The variants whose relaxed-commit path differs from the paper's (the rest only reorder
@@ -406,6 +407,24 @@ def test_fast_matches_the_model_at_the_real_range_sizes():
     ref, rc, _ = louvain_gpu_model(g, **FAST)
     _same_as_model(part, c, ref, rc)
     _check_answer(g, part, c)
+
+
+def test_hubs_hash_in_shared_or_global_memory_alike():
+    """smem_hubs: bucket-7 tables of up to LV_TS7S slots in shared memory, larger ones in
+    global memory, in one launch; the same moves as all in global memory, and the model's
+    (a star of 3,000 leaves: a table of 4,507 slots, global; Kronecker 2^16: hubs of both)."""
+    stars = _star(3000, extra_cliques=5)
+    kron = D.community_kron(16, seed=2)
+    degrees = np.diff(kron.ptr)
+    assert ((degrees > 319) & (degrees < 2000)).any() and (degrees > 2400).any()
+    for g in (stars, kron):
+        for kw in ({}, {**FAST}):
+            part, c, _ = louvain_gpu(g, **{**kw, "smem_hubs": True})
+            glob, gc, _ = louvain_gpu(g, **{**kw, "smem_hubs": False})
+            ref, rc, _ = louvain_gpu_model(g, **{**kw, "smem_hubs": True})
+            _same_as_model(part, c, glob, gc)
+            _same_as_model(part, c, ref, rc)
+            _check_answer(g, part, c)
 
 
 def test_hashed_ranges_match_the_model_at_their_real_size():

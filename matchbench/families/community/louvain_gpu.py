@@ -255,7 +255,7 @@ class _DeviceLevels:
             else:
                 gkeys, gvals, cap, tsize, blocks = self.g7
                 grid = min(blocks, count)
-                args += (gkeys, gvals, cap, tsize[at:])
+                args += (gkeys, gvals, cap, tsize[at:], np.int32(self.opts.smem_hubs))
             self._launch(f"louvain_move_b{b}", grid, args)  # Alg. 1 lines 5-7
             if not self.relaxed:  # lines 8-11
                 self._launch(
@@ -555,7 +555,7 @@ def louvain_gpu(
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`: ``rounds``,
         ``hub_chunks``, ``prune``, ``pickless``, ``t_drop``, ``aggregation_tolerance``,
-        ``aggregate``, ``hashed_rounds``); none by default, the paper's method.
+        ``aggregate``, ``hashed_rounds``, ``smem_hubs``); none by default, the paper's method.
 
     Returns
     -------
@@ -654,10 +654,10 @@ class LouvainGPU(BaseSolver):
         its relaxed variant (Sec. 5).
     max_iterations : int
         Iterations per stage at most.
-    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds
+    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`); their defaults
-        (1, 1, false, 0, 1.0, 1.0, "hash", 0) are the paper's method, which
+        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false) are the paper's method, which
         ``conf/algorithm/louvain_gpu.yaml`` runs; :class:`LouvainGPUFast` is the recommended
         combination. Only the options that differ from the paper's are variant parameters
         (``params``, the ``variant`` column), so the paper's variant string is unchanged.
@@ -693,12 +693,13 @@ class LouvainGPU(BaseSolver):
         aggregation_tolerance: float = 1.0,
         aggregate: str = "hash",
         hashed_rounds: int = 0,
+        smem_hubs: bool = False,
     ) -> None:
         opts = check_params(
             t_bin, t_final, bin_limit, commit, max_iterations, rounds=rounds,
             hub_chunks=hub_chunks, prune=prune, pickless=pickless, t_drop=t_drop,
             aggregation_tolerance=aggregation_tolerance, aggregate=aggregate,
-            hashed_rounds=hashed_rounds,
+            hashed_rounds=hashed_rounds, smem_hubs=smem_hubs,
         )
         super().__init__(
             t_bin=float(t_bin),

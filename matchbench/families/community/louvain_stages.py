@@ -93,6 +93,11 @@ class Options:
         all of a community's entries); ``flat``: those communities' entries hashed into
         their tables by the whole grid at once, an edge per thread, then compacted by a
         block each (no block waits on one huge community; same graph).
+    smem_hubs : bool
+        Bucket 7's vertices whose hash table has at most ``LV_TS7S`` (3,500) slots, degrees
+        up to about 2,330, hash in shared memory instead of their block's global-memory
+        region (paper III keeps every bucket-7 table in global memory). The same table, so
+        the same moves: the host model has nothing to model.
     """
 
     rounds: int = 1
@@ -103,6 +108,7 @@ class Options:
     aggregation_tolerance: float = 1.0
     aggregate: str = "hash"
     hashed_rounds: int = 0
+    smem_hubs: bool = False
 
     @classmethod
     def checked(cls, **kw: Any) -> Options:
@@ -125,8 +131,10 @@ class Options:
             )
         choice("louvain_gpu: aggregate", o.aggregate, AGGREGATE_MODES)
         non_negative_int("louvain_gpu: hashed_rounds", o.hashed_rounds, ROUNDS_MAX)
+        boolean("louvain_gpu: smem_hubs", o.smem_hubs)
         return cls(int(o.rounds), int(o.hub_chunks), bool(o.prune), int(o.pickless),
-                   float(o.t_drop), float(tol), o.aggregate, int(o.hashed_rounds))
+                   float(o.t_drop), float(tol), o.aggregate, int(o.hashed_rounds),
+                   bool(o.smem_hubs))
 
     def changed(self) -> dict[str, Any]:
         """The options whose values differ from the paper's (the defaults)."""
