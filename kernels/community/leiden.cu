@@ -23,10 +23,12 @@
 //     17's empty community is not offered (a vertex moves only to a neighbour's community). A
 //     vertex alone in its community joins another singleton community only if that one's id
 //     is lower (Lu et al. 2015: stops two singletons swapping); with lower_only (every
-//     second iteration, nu-Louvain's pick-less rule) no vertex moves to a higher id, so two
-//     groups cannot swap communities in one round. The loop of line 23 ends when
-//     an iteration's summed gain (the moves' e and k*K parts, summed apart: exact on integer
-//     weights) is at most the level's tolerance (GVE-Leiden's rule), or nothing moved.
+//     second iteration from the driver's pickless_from, nu-Louvain's pick-less rule) no
+//     vertex moves to a higher id, so two groups cannot swap communities in one round. The
+//     loop of line 23 (the driver's) ends when an iteration's summed gain (the moves' e and
+//     k*K parts, summed apart: exact on integer weights) is at most the level's tolerance
+//     (GVE-Leiden's rule), or nothing moved, or (cycle_stop) an iteration repeats the moves
+//     and gain of the one two before it.
 //   RefinePartition / MergeNodesSubset (26-43): greedy (theta = 0: the best gain, strictly
 //     positive, ties to the lowest sub-community id), in rounds until no vertex has a target.
 //     In a round every vertex that is still a singleton sub-community (line 36), not done,

@@ -32,6 +32,8 @@ from matchbench.families.community.problem import Community, CommunityGraph, mod
 
 ROOT = Path(__file__).resolve().parents[2]
 P = Community()
+#: The preset's departures from GVE-Leiden's rules (conf/algorithm/leiden_gpu.yaml).
+CURRENT = {"pickless_from": 2, "cycle_stop": True}
 
 
 # ---------------------------------------------------------------------------------------
@@ -145,7 +147,9 @@ def test_params_are_checked_naming_the_parameter():
     for bad, word in [({"rounds": 0}, "rounds"), ({"tolerance": -1.0}, "tolerance"),
                       ({"aggregation_tolerance": 1.5}, "aggregation_tolerance"),
                       ({"prune": "yes"}, "prune"), ({"max_levels": 0}, "max_levels"),
-                      ({"tolerance_drop": 0.5}, "tolerance_drop"), ({"nope": 1}, "nope")]:
+                      ({"tolerance_drop": 0.5}, "tolerance_drop"), ({"nope": 1}, "nope"),
+                      ({"pickless_from": -1}, "pickless_from"),
+                      ({"cycle_stop": 1}, "cycle_stop")]:
         with pytest.raises(ValueError, match=word):
             check_params(**bad)
 
@@ -212,7 +216,7 @@ def test_the_model_gives_certified_partitions(graphs):
     failures = []
     for kind, g, _ in graphs:
         for kw in ({}, {"rounds": 1}, {"prune": False, "pickless": False},
-                   {"aggregation_tolerance": 1.0, "max_levels": 2}):
+                   {"aggregation_tolerance": 1.0, "max_levels": 2}, CURRENT):
             part, c, _ = leiden_gpu_model(g, **kw)
             try:
                 _check_answer(g, part, c)
@@ -231,6 +235,23 @@ def test_q_against_the_sequential_leiden(graphs):
         ratios.append(q / q_ref)
         assert q >= 0.97 * q_ref, (g.name, q, q_ref)
     assert len(ratios) >= 20 and np.mean(ratios) >= 0.99, np.mean(ratios)
+
+
+def test_cycle_stop_ends_a_level_at_its_first_repeat():
+    """Without cycle_stop the late mesh levels alternate to max_iterations; with it a
+    level ends at the first iteration repeating the one two before, and Q holds."""
+    g = D.community_delaunay(16, seed=1)
+    base = leiden_gpu_model(g, pickless_from=2)
+    part, c, _ = leiden_gpu_model(g, pickless_from=2, cycle_stop=True)
+    _check_answer(g, part, c)
+    assert c["iterations"] < base[1]["iterations"]
+    assert part.modularity >= base[0].modularity - 1e-3
+    repeats = 0
+    for dqs in c["level_dq"]:
+        same = [i for i in range(2, len(dqs)) if abs(dqs[i] - dqs[i - 2]) <= 1e-9 * abs(dqs[i - 2])]
+        assert not same or same[0] == len(dqs) - 1 or len(dqs) == LG.Params().max_iterations
+        repeats += bool(same)
+    assert repeats > 0
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -304,7 +325,7 @@ def test_gpu_every_graph_gives_a_certified_partition(graphs):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kw", [{}, {"rounds": 1}, {"prune": False, "pickless": False}])
+@pytest.mark.parametrize("kw", [{}, {"rounds": 1}, {"prune": False, "pickless": False}, CURRENT])
 def test_gpu_integer_weights_give_the_host_models_answer(graphs, kw):
     n = 0
     failures = []

@@ -38,7 +38,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from matchbench.core.params import boolean, non_negative_float, positive_float, positive_int
+from matchbench.core.params import (
+    boolean,
+    non_negative_float,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
 from matchbench.core.solver import BaseSolver
 from matchbench.families.community.problem import CommunityGraph, Partition
 
@@ -68,6 +74,8 @@ class Params:
     aggregation_tolerance: float = 0.8
     prune: bool = True
     pickless: bool = True
+    pickless_from: int = 0
+    cycle_stop: bool = False
 
 
 def check_params(**kw: Any) -> Params:
@@ -94,10 +102,12 @@ def check_params(**kw: Any) -> Params:
         )
     boolean("leiden_gpu: prune", p.prune)
     boolean("leiden_gpu: pickless", p.pickless)
+    non_negative_int("leiden_gpu: pickless_from", p.pickless_from)
+    boolean("leiden_gpu: cycle_stop", p.cycle_stop)
     return Params(
         float(p.resolution), float(p.tolerance), float(p.tolerance_drop), int(p.max_iterations),
         int(p.max_levels), int(p.rounds), float(p.aggregation_tolerance), bool(p.prune),
-        bool(p.pickless),
+        bool(p.pickless), int(p.pickless_from), bool(p.cycle_stop),
     )
 
 
@@ -247,7 +257,9 @@ def drive(be: _Levels, p: Params) -> Outcome:
 
     Per level: ``MoveNodesFast`` iterations until an iteration's summed gain in Q is at most
     the level's tolerance (``tolerance / tolerance_drop**level``: GVE-Leiden's threshold
-    scaling) or nothing moved, ``max_iterations`` at most; line 4 (every community a single
+    scaling) or nothing moved, or (``cycle_stop``) it repeats the iteration two before it
+    (:func:`_cycling`), ``max_iterations`` at most; with ``pickless``, iterations
+    ``pickless_from + 1``, ``+ 3``, ... move only to lower ids; line 4 (every community a single
     vertex: stop); ``RefinePartition`` rounds until no vertex has a target; when nothing
     merged, the connected pieces of the communities instead (leiden.py's fallback); stop
     without aggregating when the refined communities are more than ``aggregation_tolerance``
@@ -280,13 +292,18 @@ def drive(be: _Levels, p: Params) -> Outcome:
         m = two_m / 2.0
         tol = p.tolerance / p.tolerance_drop**level
         moves = 0
-        dqs = []
+        dqs: list[float] = []
+        moveds: list[int] = []
         for it in range(p.max_iterations):  # lines 14-23
-            moved, de, dk = be.move_iteration(r, p.prune, p.pickless and it % 2 == 1)
+            lower_only = p.pickless and it >= p.pickless_from and (it - p.pickless_from) % 2 == 1
+            moved, de, dk = be.move_iteration(r, p.prune, lower_only)
             moves += moved
             dq = (de - r * dk) / m
             dqs.append(dq)
+            moveds.append(moved)
             if moved == 0 or dq <= tol:
+                break
+            if p.cycle_stop and _cycling(moveds, dqs):
                 break
         c["level_iterations"].append(len(dqs))
         c["level_moves"].append(moves)
@@ -333,6 +350,20 @@ def drive(be: _Levels, p: Params) -> Outcome:
     if levels:
         levels[-1] = final[levels[-1]]
     return Outcome(community, levels, int(k), c, sec)
+
+
+def _cycling(moveds: list[int], dqs: list[float]) -> bool:
+    """Whether the last iteration repeats the one two iterations before it: as many moves
+    and the same claimed gain (to 1e-9 relative). Local moving then alternates between two
+    configurations (a 2-cycle of the parallel rounds, the pick-less iterations included)
+    whose claimed gains are positive while Q does not rise: more iterations gain nothing.
+
+    >>> _cycling([9, 5, 9], [3e-5, 2e-5, 3e-5]), _cycling([9, 5, 8], [3e-5, 2e-5, 3e-5])
+    (True, False)
+    """
+    if len(dqs) < 3:
+        return False
+    return moveds[-1] == moveds[-3] and abs(dqs[-1] - dqs[-3]) <= 1e-9 * abs(dqs[-3])
 
 
 def finish(out: Outcome, community: np.ndarray, levels: list[np.ndarray], q: float,
@@ -638,6 +669,13 @@ def leiden_gpu(graph: Any, loop: Any = None, **params: Any
     pickless : bool
         In every second iteration a vertex may only move to a lower community id
         (nu-Louvain's pick-less guard against two groups swapping communities in one round).
+    pickless_from : int
+        The guard's first iteration: iterations ``pickless_from + 1``, ``+ 3``, ... are
+        the lower-id ones, the earlier ones unrestricted (0: every second iteration).
+    cycle_stop : bool
+        Stop a level's moving when an iteration repeats the one two before it (as many
+        moves, the same claimed gain): the parallel rounds then alternate between two
+        configurations and more iterations gain nothing.
 
     Returns
     -------
@@ -715,8 +753,9 @@ class LeidenGPU(BaseSolver):
     Parameters
     ----------
     resolution, tolerance, tolerance_drop, max_iterations, max_levels, rounds,
-    aggregation_tolerance, prune, pickless
-        As :func:`leiden_gpu` (``conf/algorithm/leiden_gpu.yaml``: GVE-Leiden's values).
+    aggregation_tolerance, prune, pickless, pickless_from, cycle_stop
+        As :func:`leiden_gpu` (``conf/algorithm/leiden_gpu.yaml``: GVE-Leiden's values, the
+        guard from iteration 2 and cycle_stop).
 
     Notes
     -----
@@ -736,12 +775,14 @@ class LeidenGPU(BaseSolver):
     def __init__(self, *, resolution: float = 1.0, tolerance: float = 1e-2,
                  tolerance_drop: float = 10.0, max_iterations: int = 20, max_levels: int = 10,
                  rounds: int = 4, aggregation_tolerance: float = 0.8, prune: bool = True,
-                 pickless: bool = True) -> None:
+                 pickless: bool = True, pickless_from: int = 0,
+                 cycle_stop: bool = False) -> None:
         p = check_params(resolution=resolution, tolerance=tolerance,
                          tolerance_drop=tolerance_drop, max_iterations=max_iterations,
                          max_levels=max_levels, rounds=rounds,
                          aggregation_tolerance=aggregation_tolerance, prune=prune,
-                         pickless=pickless)
+                         pickless=pickless, pickless_from=pickless_from,
+                         cycle_stop=cycle_stop)
         super().__init__(**p.__dict__)
         self._p = p
         self._state: _State | None = None
