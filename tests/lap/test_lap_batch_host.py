@@ -198,6 +198,33 @@ def test_plan_groups_by_dtype_block_size_and_placement():
     assert not g.smem_costs
 
 
+def test_small_batches_of_large_instances_get_larger_blocks():
+    # 100 LAPs of n = 512 on 132 SMs leave SMs idle: 512 threads; 2,000 fill them: auto's 128
+    (g,) = LB.plan_groups([(512, np.int32)] * 100, sms=132)
+    assert g.threads_per_block == 512 and g.members == list(range(100))
+    (g,) = LB.plan_groups([(512, np.int32)] * 2000, sms=132)
+    assert g.threads_per_block == LB.auto_threads(512) == 128
+    # without the SM count, or a block size given, or small n: as before
+    assert LB.plan_groups([(512, np.int32)] * 100)[0].threads_per_block == 128
+    assert LB.plan_groups([(512, np.int32)] * 100, threads_per_block=64, sms=132)[0].threads_per_block == 64
+    assert LB.plan_groups([(64, np.int32)] * 10, sms=132)[0].threads_per_block == 32
+    # counted per size: 100 of n = 200 among 5,000 of n = 64
+    shapes = [(64, np.int32)] * 5000 + [(200, np.int32)] * 100
+    by = {g.ns[0]: g for g in LB.plan_groups(shapes, sms=132)}
+    assert by[200].threads_per_block == 256 and by[64].threads_per_block == 32
+
+
+def test_a_stack_of_one_size_is_planned_without_a_step_per_instance():
+    shapes = [(64, np.int32)] * 200_000
+    (g,) = LB.plan_groups(shapes, sms=132)
+    assert g.members == list(range(200_000)) and g.shared_bytes == LB.smem_bytes(64, 4, False)
+    # a bad shape is named by its first instance, as before
+    with pytest.raises(ValueError, match="instance 3: cost dtype"):
+        LB.plan_groups([(4, np.int32)] * 3 + [(4, np.int16)] * 2 + [(4, "bogus")])
+    with pytest.raises(ValueError, match="instance 1: n = 0"):
+        LB.plan_groups([(4, np.int32), (0, np.int32), (0, np.int16)])
+
+
 def test_plan_groups_refuses_what_the_kernel_cannot_hold():
     with pytest.raises(ValueError, match="instance 1: cost dtype uint8"):
         LB.plan_groups([(4, np.int32), (4, np.uint8)])
