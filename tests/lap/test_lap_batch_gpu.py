@@ -100,7 +100,8 @@ def test_one_mixed_batch_every_answer_certified_and_equal_to_the_reference(cases
     answers = _solve(s, insts)
     _assert_ok(insts, answers, [c[1] for c in cases])
     c = s.counters()
-    groups = LB.plan_groups([(i.n, i.costs.dtype) for i in insts], smem_limit=LB._smem_limit())
+    groups = LB.plan_groups([(i.n, i.costs.dtype) for i in insts], smem_limit=LB._smem_limit(),
+                            sms=LB._sm_count())
     assert c["batch_size"] == len(insts) and c["host_syncs"] == 0
     assert c["kernel_launches"] == c["groups"] == len(groups) >= 8
     assert c["dijkstra_steps"] == sum(r[3] for _, r in cases)

@@ -717,18 +717,17 @@ def solve_stack(
     B, n = int(costs.shape[0]), int(costs.shape[1])
     if B < 1:
         raise ValueError("solve_stack: the stack is empty (B = 0)")
-    groups = plan_groups(
-        [(n, costs.dtype)] * B,
-        threads_per_block=threads_per_block,
-        smem_cost_bytes=smem_cost_bytes,
-        smem_limit=_smem_limit(),
-        sms=_sm_count(),
-    )
-    (g,) = groups  # one size, one dtype: one launch
-    # Ties keep input order, so member q is instance q and meta's offsets are k*n*n, k*n.
-    assert g.members == list(range(B))
+    # one size, one dtype: one launch, planned once for the shape (nothing per problem)
+    tpb = threads_per_block or small_batch_threads(n, B, _sm_count()) or 0
+    (g,) = plan_groups([(n, costs.dtype)], threads_per_block=tpb,
+                       smem_cost_bytes=smem_cost_bytes, smem_limit=_smem_limit())
+    # member q is instance q, so meta's offsets are k*n*n and k*n (group_meta's rows)
+    g.members = list(range(B))
+    g.ns = [n] * B
+    k = np.arange(B, dtype=np.int64)
+    meta = np.stack([k * (n * n), k * n, np.full(B, n, dtype=np.int64)], axis=1)
     flat = cp.ascontiguousarray(costs).reshape(-1)
-    dev = device_launch(g, flat, group_meta(g))
+    dev = device_launch(g, flat, meta)
     launch(g, dev)
     if check:
         check_stats(g, dev["stats"].get(), "solve_stack")
