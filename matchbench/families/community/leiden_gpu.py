@@ -32,7 +32,6 @@ line 4's test).
 from __future__ import annotations
 
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -45,12 +44,12 @@ from matchbench.core.params import (
     positive_float,
     positive_int,
 )
-from matchbench.core.solver import BaseSolver
+from matchbench.families.community.gpu_solver import INT32_MAX as _INT32_MAX
+from matchbench.families.community.gpu_solver import DeviceCommunitySolver, sm_count
 from matchbench.families.community.problem import CommunityGraph, Partition
 
 __all__ = ["LeidenGPU", "Params", "check_params", "drive", "leiden_gpu"]
 
-_INT32_MAX = 2**31 - 1
 #: ``kernels/community/leiden.cu`` LD_BLOCK: threads per block of every launch.
 BLOCK = 256
 #: LD_WARP_DEGREE: vertices of larger degree get a block each, the others a warp.
@@ -611,9 +610,7 @@ def _module_kernels() -> dict[str, Any]:
 
 
 def _sm_count() -> int:
-    from matchbench.gpu.common import device_attributes
-
-    return int(device_attributes()["MultiProcessorCount"])
+    return sm_count()
 
 
 @dataclass
@@ -634,7 +631,7 @@ def _run_device(kern: dict[str, Any], sms: int, n: int, ptr: Any, ind: Any, w: A
     out = drive(be, p)
     q = be.quality(out.community, out.communities)
     counters = {"kernel_launches": be.launches, "host_syncs": be.syncs}
-    return _DeviceRun(out.community, out.levels, out, q, {}, counters, be.peak)
+    return _DeviceRun(out.community, out.levels, out, q, dict(out.seconds), counters, be.peak)
 
 
 def _to_host(run: _DeviceRun) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -734,20 +731,7 @@ def _warm_graph() -> CommunityGraph:
 # The solver
 
 
-@dataclass(eq=False)
-class _State:
-    instance: Any  # weakref to the host graph
-    device_id: int
-    n: int
-    ptr: Any
-    ind: Any
-    w: Any
-    upload_s: float
-    kern: dict[str, Any]
-    sms: int
-
-
-class LeidenGPU(BaseSolver):
+class LeidenGPU(DeviceCommunitySolver):
     """The Leiden algorithm on the GPU; see :func:`leiden_gpu`.
 
     Parameters
@@ -785,19 +769,6 @@ class LeidenGPU(BaseSolver):
                          cycle_stop=cycle_stop)
         super().__init__(**p.__dict__)
         self._p = p
-        self._state: _State | None = None
-        self._warm = False
-        self._run: _DeviceRun | None = None
-        self._answer: Partition | None = None
-        self._counters: dict[str, Any] = {}
-        self._timings: dict[str, float] = {}
-
-    def skip(self, instance: Any) -> tuple[bool, str | None]:
-        from matchbench.gpu.common import device_memory_skip
-
-        if int(instance.n) > _INT32_MAX:
-            return True, f"{self.name}: {instance.n} vertices; community ids are int32"
-        return device_memory_skip(lambda: self.estimate_bytes(instance))
 
     def estimate_bytes(self, instance: Any) -> int:
         """Peak device bytes, an upper estimate: the graph (12 B per CSR entry, 8 per vertex),
@@ -807,82 +778,24 @@ class LeidenGPU(BaseSolver):
         n, nnz = int(instance.n), int(instance.ind.shape[0])
         return int(8 * (n + 1) + nnz * (12 + 24 + 60) + 120 * n + (1 << 20))
 
-    def prepare(self, instance: Any, init: Any | None = None) -> None:
-        import cupy as cp
+    # -- the hooks of DeviceCommunitySolver ---------------------------------------------
 
-        from matchbench.gpu.common import EventTimer
+    def _kernels(self) -> dict[str, Any]:
+        return _module_kernels()
 
-        st = self._state
-        dev = cp.cuda.Device().id
-        if st is None or st.instance() is not instance or st.device_id != dev:
-            self._state = None
-            if int(instance.n) > _INT32_MAX:
-                raise ValueError(f"{self.name}: {instance.n} vertices; ids are int32")
-            kern = _module_kernels()
-            timer = EventTimer()
-            with timer:
-                ptr = cp.asarray(np.ascontiguousarray(instance.ptr, dtype=np.int64))
-                ind = cp.asarray(np.ascontiguousarray(instance.ind, dtype=np.int32))
-                w = cp.asarray(np.ascontiguousarray(instance.weight, dtype=np.float64))
-            st = self._state = _State(weakref.ref(instance), dev, int(instance.n), ptr, ind, w,
-                                      timer.seconds, kern, _sm_count())
-        if not self._warm:  # loads the kernels and CuPy's, untimed
-            g = _warm_graph()
-            _run_device(st.kern, st.sms, g.n, cp.asarray(g.ptr.astype(np.int64)),
-                        cp.asarray(g.ind.astype(np.int32)), cp.asarray(g.weight),
-                        cp.zeros(g.n), self._p)
-            self._warm = True
-        cp.cuda.get_current_stream().synchronize()
-        self._run = None
-        self._answer = None
-        self._counters = {}
-        self._timings = {}
+    def _device_run(self, kern: dict[str, Any], sms: int, n: int, ptr: Any, ind: Any, w: Any,
+                    loop: Any, warm: bool = False) -> _DeviceRun:
+        return _run_device(kern, sms, n, ptr, ind, w, loop, self._p)
 
-    def run(self) -> None:
-        import cupy as cp
+    @staticmethod
+    def _warm_graph() -> CommunityGraph:
+        return _warm_graph()
 
-        from matchbench.gpu.common import EventTimer
+    def _finish(self, run: _DeviceRun, community: np.ndarray, levels: list[np.ndarray]
+                ) -> tuple[Partition, dict[str, Any]]:
+        answer, counters, _ = finish(run.outcome, community, levels, run.q, {}, run.counters)
+        return answer, counters
 
-        st = self._state
-        if st is None:
-            raise RuntimeError(f"{self.name}: run() before prepare()")
-        self._answer = None
-        if st.n == 0:
-            self._answer, self._counters, _ = empty_result()
-            self._timings = {"solve": 0.0, "upload": st.upload_s}
-            return
-        timer = EventTimer()
-        with timer:
-            loop = cp.zeros(st.n, dtype=cp.float64)
-            run = _run_device(st.kern, st.sms, st.n, st.ptr, st.ind, st.w, loop, self._p)
-        self._timings = dict(run.outcome.seconds, solve=timer.seconds, upload=st.upload_s)
-        self._run = run
-
-    def result(self) -> Partition:
-        import cupy as cp
-
-        if self._answer is not None:
-            return self._answer
-        if self._run is None:
-            raise RuntimeError(f"{self.name}: result() before run()")
-        t0 = time.perf_counter()
-        cp.cuda.get_current_stream().synchronize()
-        community, levels = _to_host(self._run)
-        self._timings["transfer"] = time.perf_counter() - t0
-        self._answer, self._counters, _ = finish(
-            self._run.outcome, community, levels, self._run.q, {}, self._run.counters
-        )
-        return self._answer
-
-    def timings(self) -> dict[str, float]:
-        return dict(self._timings)
-
-    def counters(self) -> dict[str, Any]:
-        if self._run is not None and not self._counters:
-            self.result()
-        return dict(self._counters)
-
-    def memory_peak_bytes(self) -> int | None:
-        """The largest CuPy pool ``used_bytes`` seen during the last run (sampled after each
-        level's setup and around its aggregation)."""
-        return None if self._run is None else int(self._run.peak) or None
+    def _empty(self) -> tuple[Partition, dict[str, Any]]:
+        answer, counters, _ = empty_result()
+        return answer, counters

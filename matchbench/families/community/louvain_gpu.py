@@ -67,15 +67,14 @@ combination (:class:`LouvainGPUFast`).
 
 from __future__ import annotations
 
-import time
-import weakref
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from matchbench.core.solver import BaseSolver
 from matchbench.families.community import louvain_buckets as LB
+from matchbench.families.community.gpu_solver import INT32_MAX as _INT32_MAX
+from matchbench.families.community.gpu_solver import DeviceCommunitySolver, sm_count
 from matchbench.families.community.louvain import BIN_LIMIT, stage_totals
 from matchbench.families.community.louvain_buckets import (
     BLOCK,
@@ -96,7 +95,6 @@ from matchbench.families.community.louvain_stages import (
 )
 from matchbench.families.community.problem import Partition
 
-_INT32_MAX = 2**31 - 1
 #: ``kernels/community/louvain.cu``: LV_COUNTS, the first per-(range, bucket) count slot of
 #: the setup's stats.
 _COUNTS = 16
@@ -479,9 +477,7 @@ def _module_kernels() -> dict[str, Any]:
 
 
 def _sm_count() -> int:
-    from matchbench.gpu.common import device_attributes
-
-    return int(device_attributes()["MultiProcessorCount"])
+    return sm_count()
 
 
 @dataclass
@@ -625,20 +621,7 @@ def _warm_graph() -> Any:
 # The solver
 
 
-@dataclass(eq=False)
-class _State:
-    instance: Any  # weakref to the host graph
-    device_id: int
-    n: int
-    ptr: Any
-    ind: Any
-    w: Any
-    upload_s: float
-    kern: dict[str, Any]
-    sms: int
-
-
-class LouvainGPU(BaseSolver):
+class LouvainGPU(DeviceCommunitySolver):
     """The Louvain method of paper III on the GPU; see :func:`louvain_gpu`.
 
     Parameters
@@ -710,21 +693,8 @@ class LouvainGPU(BaseSolver):
             **opts.changed(),  # the paper's method keeps its variant string
         )
         self._opts = opts
-        self._state: _State | None = None
-        self._warm = False
-        self._run: _DeviceRun | None = None
-        self._answer: Partition | None = None
-        self._counters: dict[str, Any] = {}
-        self._timings: dict[str, float] = {}
 
     # -- contract -------------------------------------------------------------------
-
-    def skip(self, instance: Any) -> tuple[bool, str | None]:
-        from matchbench.gpu.common import device_memory_skip
-
-        if int(instance.n) > _INT32_MAX:
-            return True, f"{self.name}: {instance.n} vertices; community ids are int32"
-        return device_memory_skip(lambda: self.estimate_bytes(instance))
 
     def estimate_bytes(self, instance: Any) -> int:
         """Peak device bytes, an upper estimate: the graph (12 B per CSR entry, 8 per vertex),
@@ -742,95 +712,32 @@ class LouvainGPU(BaseSolver):
             tables = max(tables, 20 * nnz + 8 * n)
         return int(8 * (n + 1) + nnz * (12 + 4 + 12 + 16) + 192 * n + tables)
 
-    def prepare(self, instance: Any, init: Any | None = None) -> None:
-        import cupy as cp
+    # -- the hooks of DeviceCommunitySolver ---------------------------------------------
 
-        from matchbench.gpu.common import EventTimer
+    def _kernels(self) -> dict[str, Any]:
+        return _module_kernels()
 
-        st = self._state
-        dev = cp.cuda.Device().id
-        if st is None or st.instance() is not instance or st.device_id != dev:
-            self._state = None  # the previous instance's arrays go first
-            if int(instance.n) > _INT32_MAX:
-                raise ValueError(f"{self.name}: {instance.n} vertices; ids are int32")
-            kern = _module_kernels()
-            timer = EventTimer()
-            with timer:
-                ptr = cp.asarray(np.ascontiguousarray(instance.ptr, dtype=np.int64))
-                ind = cp.asarray(np.ascontiguousarray(instance.ind, dtype=np.int32))
-                w = cp.asarray(np.ascontiguousarray(instance.weight, dtype=np.float64))
-            st = self._state = _State(
-                weakref.ref(instance), dev, int(instance.n), ptr, ind, w, timer.seconds, kern,
-                _sm_count(),
-            )
-        if not self._warm:  # loads the kernels and CuPy's, untimed
-            p = self.params
-            g = _warm_graph()
-            _run_device(
-                st.kern, st.sms, g.n, cp.asarray(g.ptr.astype(np.int64)),
-                cp.asarray(g.ind.astype(np.int32)), cp.asarray(g.weight),
-                cp.zeros(g.n), 0.0, p["t_final"], 0, p["commit"], p["max_iterations"],
-                self._opts,
-            )
-            self._warm = True
-        cp.cuda.get_current_stream().synchronize()
-        self._run = None
-        self._answer = None
-        self._counters = {}
-        self._timings = {}
-
-    def run(self) -> None:
-        import cupy as cp
-
-        from matchbench.gpu.common import EventTimer
-
-        st = self._state
-        if st is None:
-            raise RuntimeError(f"{self.name}: run() before prepare()")
+    def _device_run(self, kern: dict[str, Any], sms: int, n: int, ptr: Any, ind: Any, w: Any,
+                    loop: Any, warm: bool = False) -> _DeviceRun:
         p = self.params
-        self._answer = None
-        if st.n == 0:
-            self._answer, self._counters, _ = empty_result()
-            self._timings = {"solve": 0.0, "upload": st.upload_s}
-            return
-        timer = EventTimer()
-        with timer:
-            loop = cp.zeros(st.n, dtype=cp.float64)
-            run = _run_device(
-                st.kern, st.sms, st.n, st.ptr, st.ind, st.w, loop, p["t_bin"], p["t_final"],
-                p["bin_limit"], p["commit"], p["max_iterations"], self._opts,
-            )
-        self._timings = dict(run.seconds, solve=timer.seconds, upload=st.upload_s)
-        self._run = run
+        if warm:  # t_bin 0 and bin_limit 0: every stage under t_final, every kernel reached
+            return _run_device(kern, sms, n, ptr, ind, w, loop, 0.0, p["t_final"], 0, p["commit"],
+                               p["max_iterations"], self._opts)
+        return _run_device(kern, sms, n, ptr, ind, w, loop, p["t_bin"], p["t_final"],
+                           p["bin_limit"], p["commit"], p["max_iterations"], self._opts)
 
-    def result(self) -> Partition:
-        import cupy as cp
+    @staticmethod
+    def _warm_graph() -> Any:
+        return _warm_graph()
 
-        if self._answer is not None:
-            return self._answer
-        if self._run is None:
-            raise RuntimeError(f"{self.name}: result() before run()")
-        t0 = time.perf_counter()
-        cp.cuda.get_current_stream().synchronize()
-        community, levels = _to_host(self._run)
-        self._timings["transfer"] = time.perf_counter() - t0
-        self._answer, self._counters, _ = finish(
-            self._run.outcome, community, levels, self._timings, self._run.counters
-        )
-        return self._answer
+    def _finish(self, run: _DeviceRun, community: np.ndarray, levels: list[np.ndarray]
+                ) -> tuple[Partition, dict[str, Any]]:
+        answer, counters, _ = finish(run.outcome, community, levels, self._timings, run.counters)
+        return answer, counters
 
-    def timings(self) -> dict[str, float]:
-        return dict(self._timings)
-
-    def counters(self) -> dict[str, Any]:
-        if self._run is not None and not self._counters:
-            self.result()  # the counters need the partition's community count
-        return dict(self._counters)
-
-    def memory_peak_bytes(self) -> int | None:
-        """The largest CuPy pool ``used_bytes`` seen during the last run (sampled after each
-        stage's setup and aggregation, its two peaks)."""
-        return None if self._run is None else int(self._run.peak) or None
+    def _empty(self) -> tuple[Partition, dict[str, Any]]:
+        answer, counters, _ = empty_result()
+        return answer, counters
 
 
 class LouvainGPUFast(LouvainGPU):
