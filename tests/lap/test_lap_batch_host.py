@@ -221,6 +221,8 @@ def test_a_stack_of_one_size_is_planned_without_a_step_per_instance():
     # a bad shape is named by its first instance, as before
     with pytest.raises(ValueError, match="instance 3: cost dtype"):
         LB.plan_groups([(4, np.int32)] * 3 + [(4, np.int16)] * 2 + [(4, "bogus")])
+    with pytest.raises(ValueError, match="instance 2: cost dtype bogus"):
+        LB.plan_groups([(4, np.int32)] * 2 + [(4, "bogus")])
     with pytest.raises(ValueError, match="instance 1: n = 0"):
         LB.plan_groups([(4, np.int32), (0, np.int32), (0, np.int16)])
 

@@ -212,16 +212,17 @@ def plan_groups(
     count_of_n: dict[int, int] = {}
     for (n, _), ks in by_shape.items():
         count_of_n[int(n)] = count_of_n.get(int(n), 0) + len(ks)
-    for (n, dt), ks in sorted(by_shape.items(), key=lambda item: item[1][0]):
+    for (n, given), ks in by_shape.items():  # first occurrences in input order
         k = ks[0]
         n = int(n)
         try:
-            dt = np.dtype(dt)
+            dt = np.dtype(given)
         except TypeError:
             dt = None
         if dt not in DTYPE_SUFFIX:
             raise ValueError(
-                f"instance {k}: cost dtype {dt} (expected one of int32, int64, float32, float64)"
+                f"instance {k}: cost dtype {given if dt is None else dt} (expected one of int32, "
+                "int64, float32, float64)"
             )
         if n < 1:
             raise ValueError(f"instance {k}: n = {n}")
