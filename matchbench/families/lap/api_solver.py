@@ -62,10 +62,19 @@ class SolveBatchAPI(BaseSolver):
         self._seconds: float | None = None
         self._answers: list[Assignment] | None = None
 
-    def skip(self, instance: Any) -> tuple[bool, str | None]:
+    @staticmethod
+    def estimate_bytes(instance: CostMatrix) -> int:
+        """Device bytes of one instance in a call: ``hungarian_batch_gpu``'s (its costs, its
+        answer and duals, its meta row and stats) and the API's int64 assignment (8 per row)
+        and objective."""
         from matchbench.families.lap.batch_gpu import HungarianBatchGPU
 
-        return HungarianBatchGPU(threads_per_block=self.params["threads_per_block"], smem_cost_bytes=0).skip(instance)
+        return int(HungarianBatchGPU.estimate_bytes(instance) + 8 * instance.n + 8)
+
+    def skip(self, instance: Any) -> tuple[bool, str | None]:
+        from matchbench.families.lap.batch_gpu import batch_skip
+
+        return batch_skip(instance, self.estimate_bytes)
 
     def prepare(self, instance: CostMatrix, init: Any | None = None) -> None:
         """A batch of one."""

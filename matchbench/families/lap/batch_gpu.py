@@ -471,24 +471,7 @@ class HungarianBatchGPU(BaseSolver):
         return int(sum(cls.estimate_bytes(inst) for inst in instances))
 
     def skip(self, instance: Any) -> tuple[bool, str | None]:
-        try:
-            from matchbench.gpu.common import free_device_memory
-
-            free = free_device_memory()  # once per batch (free_memory_read_once)
-            limit = _smem_limit()
-        except Exception as exc:  # no CuPy, no driver or no device
-            return True, f"no usable CUDA device: {exc}"
-        n = instance.n
-        need_smem = smem_bytes(n, instance.dtype.itemsize, False)
-        if need_smem > limit:
-            return True, (
-                f"n = {n} needs {need_smem} bytes of shared memory per block, more than "
-                f"the {limit} this GPU gives (n <= {max_n(limit)}); use cu_tree"
-            )
-        need = self.estimate_bytes(instance)
-        if need > free:
-            return True, f"needs about {need} bytes of GPU memory, {free} free"
-        return False, None
+        return batch_skip(instance, self.estimate_bytes)
 
     # -- life cycle ------------------------------------------------------------------
 
@@ -735,6 +718,29 @@ def solve_stack(
     return StackAnswer(
         dev["r2c"].reshape(B, n), dev["u"].reshape(B, n), dev["v"].reshape(B, n), dev["stats"]
     )
+
+
+def batch_skip(instance: Any, estimate: Any) -> tuple[bool, str | None]:
+    """``skip`` of a solver of the batched kernel: an instance whose block state exceeds
+    the GPU's shared memory, or whose ``estimate(instance)`` bytes exceed its free memory."""
+    try:
+        from matchbench.gpu.common import free_device_memory
+
+        free = free_device_memory()  # once per batch (free_memory_read_once)
+        limit = _smem_limit()
+    except Exception as exc:  # no CuPy, no driver or no device
+        return True, f"no usable CUDA device: {exc}"
+    n = instance.n
+    need_smem = smem_bytes(n, instance.dtype.itemsize, False)
+    if need_smem > limit:
+        return True, (
+            f"n = {n} needs {need_smem} bytes of shared memory per block, more than "
+            f"the {limit} this GPU gives (n <= {max_n(limit)}); use cu_tree"
+        )
+    need = estimate(instance)
+    if need > free:
+        return True, f"needs about {need} bytes of GPU memory, {free} free"
+    return False, None
 
 
 def _sm_count() -> int:
