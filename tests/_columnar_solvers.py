@@ -20,6 +20,7 @@ class LapPicky(ScipyLSA):
     (``crash``), or returns a worse permutation from then on (``wrong``)."""
 
     name = "lap_picky"
+    stackable = False  # it misbehaves per instance: the per-instance paths' tests
 
     def __init__(self, mode: str = "none", on: str = "", at: int = 0) -> None:
         super().__init__(mode=mode, on=on, at=at)
@@ -56,3 +57,22 @@ class LapPicky(ScipyLSA):
                         perm[[i, j]] = perm[[j, i]]
                         self._answer = Assignment(np.asarray(perm, dtype=np.int64))
                         return
+
+
+class LapStackBroken(ScipyLSA):
+    """scipy's answers to a whole stack (``matchbench.core.stack``), but answer ``at``
+    of every stack is not a permutation (``mode=wrong``), or ``run`` raises on a stack
+    (``mode=raise``) while it solves one instance at a time as scipy does."""
+
+    name = "lap_stack_broken"
+
+    def __init__(self, mode: str = "wrong", at: int = 0) -> None:
+        super().__init__(mode=mode, at=at)
+        self.mode, self.at = mode, at
+
+    def run(self) -> None:
+        if getattr(self, "_stack", None) is not None and self.mode == "raise":
+            raise RuntimeError("planted failure of a stack")
+        super().run()
+        if getattr(self, "_stack", None) is not None and self.mode == "wrong":
+            self._answer.row_to_col[self.at, 0] = self._answer.row_to_col[self.at, 1]

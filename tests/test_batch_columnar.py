@@ -38,6 +38,15 @@ SCIPY = {"_target_": "matchbench.families.lap.refs.ScipyLSA"}
 TIMES = {"timestamp"} | {c for c in COLUMNS if c.startswith("t_") or c.endswith("_per_s")}
 
 
+@pytest.fixture(autouse=True)
+def one_by_one(monkeypatch):
+    """These tests are of the per-instance columnar path: the batch as one stack
+    (``matchbench.runner.stack``, tests/test_batch_stack.py) is switched off, here and
+    in the task processes."""
+    monkeypatch.setattr("matchbench.runner.stack.stack_batch", lambda *a, **k: None)
+    monkeypatch.setenv("MATCHBENCH_NO_STACK", "1")
+
+
 @pytest.fixture
 def solvers_path(monkeypatch):
     """Make tests/_columnar_solvers.py importable here and in task processes."""

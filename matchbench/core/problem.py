@@ -142,6 +142,26 @@ class Problem:
         """
         return [self.verify(inst, sol) for inst, sol in zip(instances, solutions, strict=True)]
 
+    #: whether :meth:`verify_stack` is implemented (a batch then may go as one stack,
+    #: :mod:`matchbench.core.stack`)
+    stack_certificate: ClassVar[bool] = False
+
+    def verify_stack(self, stack: Any, answers: Any) -> Any:
+        """Certify the answers of a whole :class:`~matchbench.core.stack.InstanceStack`:
+        a :class:`~matchbench.core.stack.StackVerdicts` with the verdicts :meth:`verify`
+        gives each answer (the same checks; a rejected answer's reason as :meth:`verify`
+        words it). ``answers`` is what the stack's solver's ``result_stack()`` gave.
+        Families with ``stack_certificate = True`` implement it.
+
+        Raises
+        ------
+        Exception
+            Whatever the certificate raises; the runner then runs the batch instance by
+            instance (:meth:`verify_batch`), where only the answer whose verifier fails
+            is an ``error`` row.
+        """
+        raise NotImplementedError(f"{self.name}: no certificate of a whole stack")
+
 
 #: Where the families live: one package each.
 FAMILIES_PACKAGE = "matchbench.families"

@@ -41,6 +41,9 @@ per repetition ``prepare_batch(instances, inits)`` (copies, untimed, as ``prepar
 ``run()`` (the timed region: the whole batch; ``timings()["solve"]`` is the batch's
 total) and ``result_batch()`` (the answers, in input order); its ``counters()`` are the
 batch's, with ``batch_size``. ``prepare``/``run``/``result`` on one instance keep working.
+A solver with ``stackable = True`` solves a batch made as one stack of arrays
+(:mod:`matchbench.core.stack`): ``skip_stack``, ``prepare_stack``, ``run()`` and
+``result_stack()``, with no object per instance.
 """
 
 from __future__ import annotations
@@ -153,6 +156,9 @@ class BaseSolver:
     init_label: ClassVar[str | None] = None
     #: whether the solver solves many instances in one run (``run.batch``): prepare_batch / result_batch
     batchable: ClassVar[bool] = False
+    #: whether the solver solves a whole :class:`~matchbench.core.stack.InstanceStack`
+    #: (``run.batch``): skip_stack / prepare_stack / result_stack
+    stackable: ClassVar[bool] = False
 
     def __init__(self, **params: Any) -> None:
         self.params = params
@@ -175,6 +181,21 @@ class BaseSolver:
 
     def result_batch(self) -> list:
         """Batchable solvers: the answers of the last :meth:`run`, in input order."""
+        raise NotImplementedError
+
+    def skip_stack(self, stack: Any) -> tuple[bool, str | None]:
+        """Stackable solvers: :meth:`skip` for all instances of ``stack`` at once (a
+        skipped stack is run instance by instance, each with its own :meth:`skip`)."""
+        return False, None
+
+    def prepare_stack(self, stack: Any) -> None:
+        """Stackable solvers: :meth:`prepare` for a whole
+        :class:`~matchbench.core.stack.InstanceStack` (untimed)."""
+        raise NotImplementedError
+
+    def result_stack(self) -> Any:
+        """Stackable solvers: the answers of the last :meth:`run` on a stack, as the
+        arrays the family's :meth:`~matchbench.core.problem.Problem.verify_stack` takes."""
         raise NotImplementedError
 
     def measurements(self) -> Measurements:

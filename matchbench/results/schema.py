@@ -251,7 +251,8 @@ def with_constants(table: pa.Table, values: dict[str, Any]) -> pa.Table:
     ``row.update(values)`` does to dict rows)."""
     for name, value in values.items():
         field = SCHEMA.field(name)
-        column = pa.array([value] * table.num_rows, type=field.type)
+        column = (pa.array([value] * table.num_rows, type=field.type) if pa.types.is_timestamp(field.type)
+                  else pa.repeat(pa.scalar(value, type=field.type), table.num_rows))
         table = table.set_column(table.schema.get_field_index(name), field, column)
     return table
 

@@ -51,7 +51,7 @@ import json
 import math
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -64,24 +64,115 @@ BATCHES_PER_WORKER = 4
 _PER_INSTANCE = frozenset({"task_id", "instance_spec", "instance_key", "provenance"})
 
 
-@dataclass(frozen=True)
 class Batch:
     """The tasks one Dask task runs together (``run.batch``), shipped as one picklable record.
+
+    Parameters
+    ----------
+    batch_id : str
+        :func:`batch_id` of the member task ids; the file is ``part-batch-<batch_id>.parquet``.
+    tasks : list of Task
+        Tasks that differ only in their instance (:func:`batch_key`), largest first.
+    joint : bool
+        Whether a ``batchable`` solver may solve them in one call (false: one by one).
 
     It pickles as columns: the fields its tasks share once, and one list per field of
     :data:`_PER_INSTANCE` (a batch of 10,000 small tasks took 9.5 us a task to pickle
     and unpickle as objects, twice on its way to the task process; see :func:`_pack`).
+    An unpickled batch stays columns until something asks for its :attr:`tasks`: the
+    worker, the task process's parent and a batch made as one stack
+    (:mod:`matchbench.runner.stack`) read :attr:`task_ids`, :attr:`first`,
+    :meth:`column` and :meth:`spec_columns` without a :class:`Task` per instance.
     """
 
-    #: :func:`batch_id` of the member task ids; the file is ``part-batch-<batch_id>.parquet``
-    batch_id: str
-    #: tasks that differ only in their instance (:func:`batch_key`), largest first
-    tasks: list[Task] = field(default_factory=list)
-    #: whether a ``batchable`` solver may solve them in one call (false: one by one)
-    joint: bool = True
+    __slots__ = ("_packed", "_tasks", "batch_id", "joint")
+
+    def __init__(self, batch_id: str, tasks: list[Task] | None = None, joint: bool = True,
+                 *, packed: tuple[dict[str, Any], tuple[list[Any], ...]] | None = None) -> None:
+        if tasks is None and packed is None:
+            tasks = []
+        self.batch_id, self.joint = batch_id, bool(joint)
+        self._tasks = list(tasks) if tasks is not None else None
+        self._packed = packed
+
+    def __repr__(self) -> str:
+        return f"Batch({self.batch_id!r}, {len(self)} task(s), joint={self.joint})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Batch):
+            return NotImplemented
+        return (self.batch_id, self.joint, self.tasks) == (other.batch_id, other.joint, other.tasks)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __len__(self) -> int:
+        if self._tasks is not None:
+            return len(self._tasks)
+        return len(self._packed[1][0])  # type: ignore[index]
+
+    @property
+    def tasks(self) -> list[Task]:
+        """The member tasks (made from the columns on first use, then kept)."""
+        if self._tasks is None:
+            self._tasks = _tasks_of(*self._packed)  # type: ignore[misc]
+        return self._tasks
+
+    def _columns(self) -> tuple[dict[str, Any], tuple[list[Any], ...]] | None:
+        """``(shared fields, per-instance columns)`` (:func:`_pack`), made once; None for
+        tasks that are not one batch's (pickled as objects)."""
+        if self._packed is None and self._tasks is not None:
+            self._packed = _pack(self._tasks)
+        return self._packed
+
+    @property
+    def task_ids(self) -> list[str]:
+        if self._tasks is None:
+            return self._packed[1][0]  # type: ignore[index]
+        return [t.task_id for t in self._tasks]
+
+    @property
+    def first(self) -> Task:
+        """The first task (made alone, where the batch is still columns)."""
+        if self._tasks is not None:
+            return self._tasks[0]
+        shared, columns = self._packed  # type: ignore[misc]
+        one = (columns[0][:1], _slice_specs(columns[1], [0]), *(c[:1] for c in columns[2:]))
+        return _tasks_of(shared, one)[0]
+
+    def column(self, name: str) -> list[Any]:
+        """One per-instance field (``task_id``, ``instance_key``, ``provenance``) of
+        every task, in order."""
+        packed = self._columns()
+        if packed is None or name == "instance_spec":
+            return [getattr(t, name) for t in self.tasks]
+        return packed[1][_PER_INSTANCE_ORDER.index(name)]
+
+    def spec_columns(self) -> tuple[dict[str, Any], dict[str, list[Any]]] | None:
+        """The instance specs as ``(template, {key: [value per task]})``: the template
+        is the first spec, and each key whose value differs between specs is listed with
+        every task's value. None where the specs do not share their keys (in one order)."""
+        packed = self._columns()
+        specs = packed[1][1] if packed is not None else None
+        if specs is None or isinstance(specs, list):
+            return None
+        template, varying, values = specs
+        return dict(template), {k: [v[j] for v in values] for j, k in enumerate(varying)}
+
+    def subset(self, indices: list[int], joint: bool | None = None) -> Batch:
+        """The batch of the tasks at ``indices`` (same id), still columns where this one is."""
+        joint = self.joint if joint is None else joint
+        if self._tasks is not None or self._packed is None:
+            return Batch(self.batch_id, [self.tasks[i] for i in indices], joint)
+        shared, columns = self._packed
+        if indices == list(range(len(columns[0]))):
+            return Batch(self.batch_id, joint=joint, packed=self._packed)
+        picked = tuple(
+            _slice_specs(c, indices) if k == 1 else [c[i] for i in indices] for k, c in enumerate(columns)
+        )
+        return Batch(self.batch_id, joint=joint, packed=(shared, picked))
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
-        packed = _pack(self.tasks)
+        packed = self._columns()
         if packed is None:
             return (Batch, (self.batch_id, list(self.tasks), self.joint))
         return (_unpack, (self.batch_id, self.joint, *packed))
@@ -136,9 +227,23 @@ def _unpack_specs(packed: Any) -> list[dict[str, Any]]:
 
 
 
+def _slice_specs(packed: Any, indices: list[int]) -> Any:
+    """:func:`_pack_specs`'s form of the specs at ``indices``."""
+    if isinstance(packed, list):
+        return [packed[i] for i in indices]
+    template, varying, values = packed
+    return (template, varying, [values[i] for i in indices])
+
+
 def _unpack(batch_id: str, joint: bool, shared: dict[str, Any], columns: tuple[list[Any], ...]) -> Batch:
-    """The :class:`Batch` that :func:`_pack` shipped: its tasks made without
-    ``__init__`` (the plan made and checked them), the shared fields' objects shared."""
+    """The :class:`Batch` that :func:`_pack` shipped, still as columns (its tasks are
+    made on first use, by :func:`_tasks_of`)."""
+    return Batch(batch_id, joint=joint, packed=(shared, columns))
+
+
+def _tasks_of(shared: dict[str, Any], columns: tuple[list[Any], ...]) -> list[Task]:
+    """The tasks of :func:`_pack`'s columns, made without ``__init__`` (the plan made
+    and checked them), the shared fields' objects shared."""
     from matchbench.runner.plan import Task
 
     tasks = []
@@ -150,7 +255,7 @@ def _unpack(batch_id: str, joint: bool, shared: dict[str, Any], columns: tuple[l
         d.update(shared)
         d.update(zip(_PER_INSTANCE_ORDER, values, strict=True))
         tasks.append(t)
-    return Batch(batch_id, tasks, joint)
+    return tasks
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,6 @@ solves its instances one by one, each under its own limits.
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import os
 import signal
 import socket
@@ -248,14 +247,16 @@ class TaskProcess:
             return self._run_batch(batch, tables)
 
     def _run_batch(self, batch: Batch, tables: list[Any] | None = None) -> tuple[list[Row], list[str]]:
-        tasks = list(batch.tasks)
-        timeout = float(tasks[0].timeout_s) if tasks else 600.0
-        limit = tasks[0].time_limit_s if tasks else None
+        # the tasks stay columns (batch.tasks, a Task per instance, only for a failure's row)
+        first = batch.first if len(batch) else None
+        ids = batch.task_ids
+        timeout = float(first.timeout_s) if first is not None else 600.0
+        limit = first.time_limit_s if first is not None else None
         rows: list[Row] = []
         notes: list[str] = []
         # instances without rows yet, in order; a dict, as each is removed by its number
         # (a list's remove() shifted the rest: 0.1-0.2 s for a chunk of 10,000)
-        pending = dict.fromkeys(range(len(tasks)))
+        pending = dict.fromkeys(range(len(batch)))
         joint = bool(batch.joint)
         bases: dict[int, Row] = {}
         # rows by task id: "finished" must not scan every row (quadratic in the batch)
@@ -271,10 +272,10 @@ class TaskProcess:
             if self._proc is None or self._proc.poll() is not None:
                 self._kill()
                 self._start()
-            self.memory_limit = memory_limit_bytes(tasks[0].memory_limit) if tasks else None
+            self.memory_limit = memory_limit_bytes(first.memory_limit) if first is not None else None
             oom: TaskMemoryExceeded | None = None
             try:
-                part = dataclasses.replace(batch, tasks=[tasks[i] for i in index], joint=joint)
+                part = batch.subset(index, joint)
                 self._conn.send(("batch", part, tables is not None))
                 while True:
                     left = min(deadline, rep_deadline) - time.perf_counter()
@@ -314,7 +315,7 @@ class TaskProcess:
                             bases[current] = payload
                     elif kind == "finished":
                         i, seconds = index[payload[0]], float(payload[1])
-                        for r in by_tid.get(tasks[i].task_id, ()):
+                        for r in by_tid.get(ids[i], ()):
                             r["t_total_s"] = seconds
                         del pending[i]
                     elif kind == "note":
@@ -323,12 +324,12 @@ class TaskProcess:
                         break
                     else:  # "fail": an error outside execute_batch's own handling
                         for i in pending:
-                            rows.append(dict(error_row(task_base(tasks[i]), payload, status="error"),
+                            rows.append(dict(error_row(task_base(batch.tasks[i]), payload, status="error"),
                                              batch_id=batch.batch_id))
                         pending.clear()
                         break
                 for i in list(pending):  # cannot happen: a child that forgot an instance
-                    rows.append(dict(error_row(task_base(tasks[i]), "batch produced no rows for it"),
+                    rows.append(dict(error_row(task_base(batch.tasks[i]), "batch produced no rows for it"),
                                      batch_id=batch.batch_id))
                     del pending[i]
             except (TaskTimeout, EOFError, OSError, ConnectionError) as exc:
@@ -339,7 +340,7 @@ class TaskProcess:
                 self._kill()
                 if together is not None:  # the joint solve: solve its instances one by one
                     joint = False
-                    again = {tasks[i].task_id for i in pending}
+                    again = {ids[i] for i in pending}
                     rows[mark:] = [r for r in rows[mark:] if r.get("task_id") not in again]
                     for tid in again:
                         by_tid.pop(tid, None)
@@ -350,7 +351,7 @@ class TaskProcess:
                                  "they were solved one by one")
                     continue
                 i = current if current is not None else next(iter(pending))
-                tid = tasks[i].task_id
+                tid = ids[i]
                 done = list(by_tid.get(tid, ()))
                 if timed_out and rep_deadline <= deadline:
                     what = "warm-up" if rep is not None and rep < 0 else f"repetition {rep}"
@@ -363,7 +364,7 @@ class TaskProcess:
                     msg, hit, status = oom.message(), None, "oom"
                 else:
                     msg, hit, status = f"task process died: {_signal_name(code)}", None, "crashed"
-                row = _after(done, tasks[i], msg, status, bases.get(i))
+                row = _after(done, batch.tasks[i], msg, status, bases.get(i))
                 if hit is not None:
                     row["time_limit_s"] = hit
                     if rep is not None:
@@ -484,7 +485,7 @@ def run_batch(batch: Batch, *after: Any) -> dict[str, Any]:
     instances solved again one by one after a crash or a timeout).
     """
     tables: list[Any] = []
-    if not batch.tasks[0].isolate:  # a debugging mode: every row a dict, as before
+    if not batch.first.isolate:  # a debugging mode: every row a dict, as before
         rows, notes = execute_batch(batch)
     else:
         rows, notes = task_process().run_batch(batch, tables)

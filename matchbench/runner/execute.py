@@ -10,6 +10,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -163,22 +164,29 @@ class Progress:
     def update(self, task: Task, rows: list[dict[str, Any]]) -> None:
         self.update_batch([task], rows)
 
-    def update_batch(self, tasks: list[Task], rows: list[dict[str, Any]]) -> None:
-        """One finished task, or batch: counts its instances, each by its worst status."""
+    def update_batch(self, tasks: list[Task], rows: list[dict[str, Any]],
+                     tabled: TableOutcomes | None = None) -> None:
+        """One finished task, or batch: counts its instances, each by its worst status.
+
+        ``tabled``: the outcomes of the batch's rows that came as tables
+        (:func:`_table_outcomes`), beside the dict ``rows``."""
         self.done += len(tasks)
         by_task: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             by_task.setdefault(r.get("task_id"), []).append(r)
+        seen, worst_of = (tabled.ids, tabled.bad) if tabled is not None else (frozenset(), {})
         bad: list[dict[str, Any]] = []
         for t in tasks:
             mine = by_task.get(t.task_id, [])
             worse = [r for r in mine if r.get("status") != "ok"]
-            self.status[worse[0]["status"] if worse else ("ok" if mine else "error")] += 1
+            if not worse and t.task_id in worst_of:
+                worse = [worst_of[t.task_id]]
+            self.status[worse[0]["status"] if worse else ("ok" if mine or t.task_id in seen else "error")] += 1
             bad += worse[:1]
         worst = bad[0]["status"] if bad else "ok"
         counts = " ".join(f"{k}={v}" for k, v in sorted(self.status.items()))
         task = tasks[0]
-        first = rows[0].get("instance", "?") if rows else "?"
+        first = rows[0].get("instance", "?") if rows else (tabled.first if tabled is not None else "?")
         what = first if len(tasks) == 1 else f"{len(tasks)} instances ({first}, ...)"
         name = f"{task.algorithm}[{task.variant}] {what}"
         elapsed = time.perf_counter() - self.start
@@ -591,19 +599,18 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
             tables = list(result.get("tables") or [])
             for text in result.get("notes", []):
                 progress.note(f"batch {name} ({members[0].algorithm}): {text}")
-            have = {r.get("task_id") for r in rows}
-            seen = _table_outcomes(tables)
-            have |= set(seen)
+            tabled = _table_outcomes(tables)
+            have = tabled.ids | {r.get("task_id") for r in rows}
             for t in members:
                 if t.task_id not in have:
                     rows.append(dict(error_row(task_base(t), "task produced no rows", status="error"),
                                      batch_id=name))
             write(name, rows, ids, tables)
-            rows = rows + [dict(r, task_id=tid) for tid, r in seen.items()]
+            progress.update_batch(members, rows, tabled)
         else:
             rows = result or [error_row(task_base(members[0]), "task produced no rows", status="error")]
             write(name, rows)
-        progress.update_batch(members, rows)
+            progress.update_batch(members, rows)
         # Done with it: a worker that dies later must not make the scheduler recompute
         # a result that is already on disk.
         fut.release()
@@ -618,28 +625,37 @@ def _status_counts(table: Any) -> dict[str, int]:
     return {c["values"]: int(c["counts"]) for c in counts}
 
 
-def _table_outcomes(tables: list[Any]) -> dict[str, dict[str, Any]]:
-    """Task id -> one row's ``status`` (its worst: the first row that is not ``ok``, else
-    ``ok``), ``instance`` and ``error``, of the rows in ``tables``: what the progress line
-    and the check for instances without rows need, without a dict per row."""
+@dataclass
+class TableOutcomes:
+    """What the progress line and the check for instances without rows need of a batch's
+    rows that came as tables, without a dict per row: the task ids with rows, the first
+    row that is not ``ok`` of each task that has one (``status``, ``error``,
+    ``instance``), and the first row's instance."""
+
+    ids: set[str]
+    bad: dict[str, dict[str, Any]]
+    first: str = "?"
+
+
+def _table_outcomes(tables: list[Any]) -> TableOutcomes:
+    """:class:`TableOutcomes` of the rows in ``tables``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    out: dict[str, dict[str, Any]] = {}
+    out = TableOutcomes(set(), {})
     for table in tables:
         if table.num_rows == 0:
             continue
-        first = table.select(["task_id", "instance"]).group_by("task_id", use_threads=False).aggregate(
-            [("instance", "first")]
-        )
-        for tid, inst in zip(first.column("task_id").to_pylist(), first.column("instance_first").to_pylist(),
-                             strict=True):
-            out.setdefault(tid, {"status": "ok", "instance": inst})
-        bad = table.filter(pc.fill_null(pc.not_equal(table.column("status"), pa.scalar("ok")), True))
-        for r in bad.select(["task_id", "status", "error", "instance"]).to_pylist():
-            if out.get(r["task_id"], {}).get("status", "ok") == "ok":
-                out[r["task_id"]] = {"status": r["status"] or "error", "error": r["error"] or "",
-                                     "instance": r["instance"]}
+        if out.first == "?":
+            out.first = table.column("instance")[0].as_py() or "?"
+        out.ids.update(pc.unique(table.column("task_id")).to_pylist())
+        not_ok = pc.fill_null(pc.not_equal(table.column("status"), pa.scalar("ok")), True)
+        if not pc.any(not_ok).as_py():
+            continue
+        for r in table.filter(not_ok).select(["task_id", "status", "error", "instance"]).to_pylist():
+            if r["task_id"] not in out.bad:
+                out.bad[r["task_id"]] = {"status": r["status"] or "error", "error": r["error"] or "",
+                                         "instance": r["instance"]}
     return out
 
 

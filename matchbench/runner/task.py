@@ -123,6 +123,15 @@ def _instance_columns(instance: Any, spec: dict[str, Any], key: str | None = Non
     return cols
 
 
+def problem_of(name: str) -> Any:
+    """The family ``name``'s :class:`~matchbench.core.problem.Problem`, made once per
+    process (a batch of small instances asks per instance)."""
+    problem = _problems.get(name)
+    if problem is None:
+        problem = _problems[name] = get_problem(name)
+    return problem
+
+
 def _gpu_pool():
     import cupy
 
@@ -234,9 +243,7 @@ def _prepare(
     if loaded is not None:
         loaded(dict(base))
 
-    problem = _problems.get(task.problem)
-    if problem is None:  # once per process: a batch of small instances asks per instance
-        problem = _problems[task.problem] = get_problem(task.problem)
+    problem = problem_of(task.problem)
     if getattr(instance, "problem", task.problem) != task.problem:
         fail(error_row(base, f"{task.algorithm} solves {task.problem!r} but instance "
                             f"{base['instance']} is a {instance.problem!r} instance", stage="plan"))
@@ -645,14 +652,22 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
 def _execute_batch(batch: Batch, send: Callable[[str, Any], None] | None, tables: list[Any] | None
                    ) -> tuple[list[Row], list[str]]:
-    tasks = list(batch.tasks)
-    bid = batch.batch_id
     rows: list[Row] = []
     notes: list[str] = []
 
     def tell(kind: str, payload: Any) -> None:
         if send is not None:
             send(kind, payload)
+
+    if tables is not None:  # the whole batch as one stack of arrays, where it can be
+        from matchbench.runner.stack import stack_batch
+
+        made = stack_batch(batch, tell, notes)
+        if made is not None:
+            tables.extend(made)
+            return rows, notes
+    tasks = list(batch.tasks)
+    bid = batch.batch_id
 
     # rows still without t_total_s, by task id: finished() must not scan every row (a
     # batch of 2,000 instances x 3 repetitions spent 0.8 ms per instance doing so)

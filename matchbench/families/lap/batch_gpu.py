@@ -55,6 +55,7 @@ import numpy as np
 
 from matchbench.core.params import MISSING, block_size, integer, renamed
 from matchbench.core.solver import BaseSolver
+from matchbench.core.stack import InstanceStack
 from matchbench.families.lap.problem import (
     Assignment,
     CostMatrix,
@@ -435,6 +436,7 @@ class HungarianBatchGPU(BaseSolver):
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("lap_batch",)
     batchable: ClassVar[bool] = True
+    stackable: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -503,6 +505,7 @@ class HungarianBatchGPU(BaseSolver):
         held = self._batch
         if (
             held is None
+            or not isinstance(held.instances, list)
             or len(held.instances) != len(instances)
             or any(a is not b for a, b in zip(held.instances, instances, strict=True))
         ):
@@ -526,7 +529,7 @@ class HungarianBatchGPU(BaseSolver):
                 launch(g, d)
         self._answers = None
         self._counters = {
-            "batch_size": len(b.instances),
+            "batch_size": sum(len(g.members) for g in b.groups),
             "kernel_launches": len(b.groups),
             "host_syncs": 0,
             "groups": len(b.groups),
@@ -537,8 +540,8 @@ class HungarianBatchGPU(BaseSolver):
         if self._answers is not None:
             return self._answers
         b = self._batch
-        if b is None or not self._counters:
-            raise RuntimeError(f"{self.name}: result_batch() before run()")
+        if b is None or not self._counters or not isinstance(b.instances, list):
+            raise RuntimeError(f"{self.name}: result_batch() before run() on a batch")
         answers: list[Assignment | None] = [None] * len(b.instances)
         steps = initial = 0
         for g, d, meta in zip(b.groups, b.dev, b.meta_host, strict=True):
@@ -560,6 +563,63 @@ class HungarianBatchGPU(BaseSolver):
 
     def counters(self) -> dict[str, int]:
         return dict(self._counters)
+
+    # -- a batch as one stack (matchbench.core.stack) ----------------------------------
+
+    def skip_stack(self, stack: Any) -> tuple[bool, str | None]:
+        """:meth:`skip` of the stack's first instance, with the memory of all of them."""
+        return batch_skip(stack.instance(0), lambda inst: self.estimate_bytes(inst) * int(stack.count))
+
+    def prepare_stack(self, stack: Any) -> None:
+        """The launch of a ``(B, n, n)`` stack (untimed): one group planned once for the
+        shape, its costs used in place where they are on the GPU (uploaded once
+        otherwise), the answer arrays allocated."""
+        import cupy as cp
+
+        from matchbench.gpu.common import EventTimer
+
+        costs = stack.data
+        if costs.ndim != 3 or costs.shape[1] != costs.shape[2] or costs.shape[0] < 1:
+            raise ValueError(f"{self.name}: expected a (B, n, n) stack, got shape {costs.shape}")
+        held = self._batch
+        if held is None or held.instances is not stack:
+            self._batch = None
+            B, n = int(costs.shape[0]), int(costs.shape[1])
+            tpb = self.params["threads_per_block"] or small_batch_threads(n, B, _sm_count()) or 0
+            (g,) = plan_groups([(n, np.dtype(costs.dtype))], threads_per_block=tpb,
+                               smem_cost_bytes=self.params["smem_cost_bytes"], smem_limit=_smem_limit())
+            g.members, g.ns = list(range(B)), [n] * B
+            k = np.arange(B, dtype=np.int64)
+            meta = np.stack([k * (n * n), k * n, np.full(B, n, dtype=np.int64)], axis=1)
+            b = _Batch(stack, [g])  # type: ignore[arg-type]
+            b.dev.append(device_launch(g, cp.ascontiguousarray(cp.asarray(costs)).reshape(-1), meta))
+            b.meta_host.append(meta)
+            self._batch = b
+        self._timer = EventTimer()
+        self._answers = None
+        self._counters = {}
+        cp.cuda.get_current_stream().synchronize()
+
+    def result_stack(self) -> StackAnswer:
+        """The answers of the last :meth:`run` on a stack, on the device (``row_to_col``
+        ``(B, n)`` int32, duals ``(B, n)``); raises if a block reported an error."""
+        b = self._batch
+        if b is None or not self._counters or not isinstance(b.instances, InstanceStack):
+            raise RuntimeError(f"{self.name}: result_stack() before run() on a stack")
+        (g,), (d,) = b.groups, b.dev
+        import cupy as cp
+
+        stats = d["stats"]
+        # one copy: the steps, the greedy rows and the count of blocks that stopped
+        steps, initial, failed = cp.stack(
+            [stats[:, 0].sum(), stats[:, 2].sum(), cp.count_nonzero(stats[:, 1])]
+        ).get().tolist()
+        if failed:
+            check_stats(g, stats.get(), self.name)
+        self._counters["dijkstra_steps"] = int(steps)
+        self._counters["initial_assignments"] = int(initial)
+        B, n = len(g.members), g.ns[0]
+        return StackAnswer(d["r2c"].reshape(B, n), d["u"].reshape(B, n), d["v"].reshape(B, n), stats)
 
     # -- building --------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ import numpy as np
 from matchbench.core import limits
 from matchbench.core.npy import read_header
 from matchbench.core.paths import missing_file
+from matchbench.core.stack import InstanceStack
 from matchbench.datasets import dataset, sizes
 from matchbench.families.lap.problem import (
     CostMatrix,
@@ -275,6 +276,72 @@ def uniform_bulk(kwargs_list: list[dict[str, Any]], device: str | None = None) -
 
 
 uniform.matchbench_bulk = uniform_bulk  # type: ignore[attr-defined]
+
+
+def _seed_column(template: dict[str, Any], varying: dict[str, list[Any]], count: int) -> list[Any] | None:
+    """The seeds of a stack's instances where only the seed varies; None otherwise."""
+    if set(varying) - {"seed"}:
+        return None
+    seeds = varying.get("seed", [template.get("seed", 1)] * count)
+    return seeds if len(seeds) == count else None
+
+
+def _params_json(params: dict[str, Any], key: str, values: list[Any]) -> list[str]:
+    """``to_json(dict(params, key=value))`` for each of ``values``, by splitting the
+    JSON of the template once (a ``json.dumps`` per instance costs a batch of 10,000
+    small LAPs about 20 ms)."""
+    from matchbench.results.schema import to_json
+
+    mark = 7_777_777_777_777_777_777
+    head, tail = to_json(dict(params, **{key: mark})).split(str(mark))
+    return [f"{head}{to_json(v)}{tail}" for v in values]
+
+
+def uniform_stack(
+    template: dict[str, Any], varying: dict[str, list[Any]], count: int, device: str | None = None
+) -> InstanceStack | None:
+    """:func:`uniform` for many seeds as one :class:`~matchbench.core.stack.InstanceStack`
+    (``uniform.matchbench_stack``): a ``(B, n, n)`` stack whose block ``k`` is
+    ``uniform(**template, seed=seeds[k])`` value for value, drawn on the GPU where
+    :func:`uniform_bulk` draws it there (``device="gpu"``), else on the host; with the
+    instances' result columns (the names and parameters of the one-by-one instances).
+    None where an argument other than the seed varies."""
+    seeds = _seed_column(template, varying, count)
+    if seeds is None or count < 1:
+        return None
+    kwargs = {k: v for k, v in template.items() if k != "seed"}
+    proto = uniform(**kwargs, seed=seeds[0])  # checks the arguments, as the first instance would
+    seed0 = proto.params["seed"]
+    stem = proto.name[: -len(f"_s{seed0}")]
+    data = None
+    if device == "gpu":
+        data = _gpu_uniform([{"seed": s} for s in seeds], proto)
+    if data is None:
+        if not all(isinstance(s, int | np.integer) and not isinstance(s, bool) for s in seeds):
+            return None  # other seeds: the one-by-one instances say what is wrong with them
+        data = np.empty((count, proto.n, proto.n), dtype=proto.costs.dtype)
+        for b, seed in enumerate(seeds):
+            _fill_uniform(data, b, **kwargs, seed=seed)
+    names = [f"{stem}_s{s}" for s in seeds]
+    family = proto.family
+    columns = dict(proto.describe())
+    columns.update(
+        instance=names,
+        instance_params=_params_json(proto.params, "seed", seeds),
+        rcp=False,
+        instance_bytes=int(proto.nbytes),
+    )
+
+    def instance(k: int) -> CostMatrix:
+        params = dict(proto.params, seed=seeds[k])
+        if isinstance(data, np.ndarray):
+            return _trusted(data[k], names[k], family, params)
+        return DeviceCostMatrix(data, k, names[k], family, params)
+
+    return InstanceStack("lap", data, count, columns, instance)
+
+
+uniform.matchbench_stack = uniform_stack  # type: ignore[attr-defined]
 
 
 @dataset("lap", disk_cache=True, size_hint=lambda n, **_: sizes.dense(n))

@@ -34,6 +34,7 @@ from numba import njit
 
 from matchbench.core.errors import DatasetError
 from matchbench.core.problem import VERIFY_DEVICE, Problem, Verification, save_instance_npz
+from matchbench.core.stack import StackVerdicts
 
 #: Cost dtypes solved as given; other real dtypes are converted when that is lossless.
 COST_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float32), np.dtype(np.float64))
@@ -371,6 +372,17 @@ def device_block(instances: Sequence[Any]) -> Any | None:
     import cupy as cp
 
     return stack[cp.asarray(idx)]
+
+
+@dataclass
+class AssignmentStack:
+    """The answers to a ``(B, n, n)`` stack (a stackable solver's ``result_stack()``):
+    ``row_to_col`` ``(B, n)``, and the duals ``u``, ``v`` ``(B, n)`` or None (derived by
+    the certificate), NumPy or CuPy."""
+
+    row_to_col: Any
+    u: Any = None
+    v: Any = None
 
 
 @dataclass
@@ -835,14 +847,11 @@ class LAP(Problem):
         self, instances: Sequence[Any], solutions: Sequence[Any], part: list[int], n: int,
         out: list[Verification | None],
     ) -> None:
-        """:meth:`_certify_stack` of answers with duals to :class:`DeviceCostMatrix`
+        """:func:`_device_verdicts` of answers with duals to :class:`DeviceCostMatrix`
         blocks of one stack, on its GPU: the costs stay there, the answers go up, only a
-        flag and the two objectives per instance come back. The same checks in the same
-        arithmetic (:func:`~matchbench.families.lap.bulk.certify_stack`, then primal ==
-        dual objective); answers it does not certify are left to :meth:`verify`."""
+        flag and the two objectives per instance come back. Answers it does not certify
+        are left to :meth:`verify`."""
         import cupy as cp
-
-        from matchbench.families.lap.bulk import certify_stack
 
         answers = [_as_perm_and_duals(solutions[k]) for k in part]
         costs = device_block([instances[k] for k in part])
@@ -850,84 +859,175 @@ class LAP(Problem):
             perms = cp.asarray(np.stack([a[0] for a in answers]).astype(np.int64))
             u = cp.asarray(np.stack([a[1] for a in answers]))
             v = cp.asarray(np.stack([a[2] for a in answers]))
-            good, _reasons = certify_stack(costs, perms, u, v)
-            rows = cp.arange(n)
-            safe = cp.where((perms >= 0) & (perms < n), perms, rows[None, :])
-            assigned = cp.take_along_axis(costs, safe[:, :, None], axis=2)[:, :, 0]
-            exact = costs.dtype.kind in "iu"
-            if exact:
-                primal = assigned.sum(axis=1, dtype=np.int64)
-                bound = u.astype(np.int64).sum(axis=1) + v.astype(np.int64).sum(axis=1)
-                good &= primal == bound
-            else:
-                primal = assigned.astype(np.float64).sum(axis=1)
-                bound = u.astype(np.float64).sum(axis=1) + v.astype(np.float64).sum(axis=1)
-                scale = cp.maximum(1.0, cp.abs(costs).reshape(len(part), -1).max(axis=1).astype(np.float64))
-                good &= cp.abs(bound - primal) <= n * FLOAT_RTOL * scale + 1e-12 * scale * n
-            good, primal, bound = good.get(), primal.get(), bound.get()
+            good, objective, bound = _device_verdicts(costs, perms, u, v)
         for b in np.flatnonzero(good):
-            gap = float(int(bound[b])) if exact else float(bound[b])
-            objective = float(int(primal[b])) if exact else float(primal[b])
-            out[part[b]] = Verification(True, None, objective, bound=gap, reference=gap)
+            out[part[b]] = Verification(True, None, float(objective[b]), bound=float(bound[b]),
+                                        reference=float(bound[b]))
 
     def _certify_stack(
         self, instances: Sequence[Any], solutions: Sequence[Any], part: list[int], n: int,
         derived: bool, out: list[Verification | None],
     ) -> None:
-        """Certify ``part`` (answers of ``n`` x ``n`` instances of one dtype) together; fill
-        ``out`` for those certified, leaving the others to :meth:`verify`."""
+        """Certify ``part`` (answers of ``n`` x ``n`` instances of one dtype) together by
+        :func:`_host_verdicts`; fill ``out`` for those certified, leaving the others to
+        :meth:`verify`."""
         costs = stacked([instances[k].costs for k in part])
         perms = np.stack([np.asarray(_as_perm_and_duals(solutions[k])[0]) for k in part])
-        perms = perms.astype(np.int64)
-        b_count = len(part)
-        exact = is_exact(costs)
-        dt = dual_dtype(costs)
-        rows = np.arange(n)
-        inside = ((perms >= 0) & (perms < n)).all(axis=1)
-        perms_safe = np.where(inside[:, None], perms, rows[None, :])
-        good = inside & (np.sort(perms_safe, axis=1) == rows[None, :]).all(axis=1)
-        assigned = np.take_along_axis(costs, perms_safe[:, :, None], axis=2)[:, :, 0]
-        if exact:
-            scale = np.zeros(b_count)
-            atol = np.zeros(b_count)
-        else:
-            top = np.abs(costs).reshape(b_count, -1).max(axis=1).astype(np.float64)
-            scale = np.maximum(1.0, top)
-            atol = FLOAT_RTOL * scale
-        if derived:
-            pots = np.zeros((b_count, n), dtype=dt)
-            preds = np.full((b_count, n), -1, dtype=np.int64)
-            starts = np.full(b_count, -1, dtype=np.int64)
-            tols = (atol / 2).astype(dt)
-            _residual_potentials_many(costs, perms_safe, pots, preds, tols, starts)
-            good &= starts < 0
-            held = np.zeros((b_count, n), dtype=dt)
-            np.put_along_axis(held, perms_safe, assigned.astype(dt), axis=1)
-            u = -np.take_along_axis(pots, perms_safe, axis=1)
-            v = held + pots
-        else:
+        u = v = None
+        if not derived:
             duals = [_as_perm_and_duals(solutions[k]) for k in part]
-            u = np.stack([np.asarray(d[1]) for d in duals]).astype(dt)
-            v = np.stack([np.asarray(d[2]) for d in duals]).astype(dt)
-            if not exact:
-                good &= np.isfinite(u).all(axis=1) & np.isfinite(v).all(axis=1)
-                u = np.where(good[:, None], u, 0.0)
-                v = np.where(good[:, None], v, 0.0)
-        good &= _feasible_and_slack(costs, perms_safe, u, v)
-        if exact:
-            primal = assigned.sum(axis=1, dtype=np.int64)
-            bound = u.sum(axis=1, dtype=np.int64) + v.sum(axis=1, dtype=np.int64)
-            good &= primal == bound
+            u = np.stack([np.asarray(d[1]) for d in duals])
+            v = np.stack([np.asarray(d[2]) for d in duals])
+        good, objective, bound = _host_verdicts(costs, perms, u, v)
         for b in np.flatnonzero(good):
-            k = part[b]
-            if exact:
-                objective, gap = float(int(primal[b])), float(int(bound[b]))
-            else:
-                objective = float(assigned[b].sum(dtype=np.float64))
-                gap = float(u[b].sum() + v[b].sum())
-                if abs(gap - objective) > n * atol[b] + 1e-12 * scale[b] * n:
-                    continue
-            out[k] = Verification(True, None, objective, bound=gap, reference=gap)
+            out[part[b]] = Verification(True, None, float(objective[b]), bound=float(bound[b]),
+                                        reference=float(bound[b]))
+
+    stack_certificate: ClassVar[bool] = True
+
+    def verify_stack(self, stack: Any, answers: Any) -> StackVerdicts:
+        """Certify the answers to a ``(B, n, n)`` cost stack (:mod:`matchbench.core.stack`).
+
+        ``answers`` has ``row_to_col`` ``(B, n)`` and ``u``, ``v`` (``(B, n)`` duals, or
+        None: derived on the host as :meth:`verify` derives them), NumPy or CuPy. A stack
+        on the GPU with duals is certified there (:func:`_device_verdicts`), in chunks of
+        :data:`DEVICE_VERIFY_CHUNK_BYTES`; otherwise on the host (:func:`_host_verdicts`)
+        in chunks of :data:`VERIFY_CHUNK_BYTES`. The same checks in the same arithmetic
+        as :meth:`verify_batch`; an answer they reject is judged again by :meth:`verify`
+        on ``stack.instance(k)``, for its reason.
+        """
+        costs, count = stack.data, int(stack.count)
+        if costs.ndim != 3 or costs.shape[0] != count or costs.shape[1] != costs.shape[2]:
+            raise ValueError(f"verify_stack: expected a ({count}, n, n) stack, got shape {costs.shape}")
+        n = int(costs.shape[1])
+        perms, u, v = answers.row_to_col, answers.u, answers.v
+        out = StackVerdicts.empty(count)
+        on_device = not isinstance(costs, np.ndarray)
+        if (u is None) != (v is None):
+            raise ValueError("verify_stack: give both duals or neither")
+        if on_device and u is None:  # derived duals are a host computation
+            costs, perms = costs.get(), _host(perms)
+            on_device = False
+        if not on_device:
+            perms = _host(perms)
+            u, v = (None, None) if u is None else (_host(u), _host(v))
+        allowed = "i" if np.dtype(costs.dtype).kind in "iu" else "iuf"
+        duals_ok = u is None or (np.dtype(u.dtype).kind in allowed and np.dtype(v.dtype).kind in allowed)
+        if tuple(perms.shape) != (count, n) or np.dtype(perms.dtype).kind not in "iu" or not duals_ok:
+            good = np.zeros(count, dtype=bool)  # every verdict from verify, alone
+        else:
+            itemsize = np.dtype(costs.dtype).itemsize
+            step = max(1, (DEVICE_VERIFY_CHUNK_BYTES if on_device else VERIFY_CHUNK_BYTES) // (n * n * itemsize))
+            good = np.zeros(count, dtype=bool)
+            for at in range(0, count, step):
+                sl = slice(at, min(count, at + step))
+                if on_device:
+                    with costs.device:
+                        g, obj, bnd = _device_verdicts(costs[sl], perms[sl].astype(np.int64), u[sl], v[sl])
+                else:
+                    g, obj, bnd = _host_verdicts(
+                        costs[sl], perms[sl], None if u is None else u[sl], None if v is None else v[sl]
+                    )
+                good[sl] = g
+                out.objective[sl], out.bound[sl] = obj, bnd
+        out.verified[:] = good
+        out.reference[:] = np.where(good, out.bound, np.nan)
+        bad = np.flatnonzero(~good)
+        if bad.size:
+            hp = _host(perms)
+            hu, hv = (None, None) if u is None else (_host(u), _host(v))
+            for k in bad.tolist():
+                answer = Assignment(hp[k]) if hu is None else Assignment(hp[k], hu[k], hv[k])
+                out.set(k, self.verify(stack.instance(k), answer))
+        return out
+
+
+def _host(x: Any) -> np.ndarray:
+    """``x`` on the host (a CuPy array's copy)."""
+    return x if isinstance(x, np.ndarray) else x.get()
+
+
+def _device_verdicts(costs: Any, perms: Any, u: Any, v: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(good, objective, bound)`` on the host for answers to a ``(B, n, n)`` CuPy stack,
+    certified on its GPU (call inside ``with costs.device``): the checks of
+    :func:`~matchbench.families.lap.bulk.certify_stack` (a permutation, dual feasibility,
+    complementary slackness), then primal == dual objective (exact int64 for integer
+    costs, float64 within ``n * atol`` for float costs). ``perms`` int64, ``u`` and ``v``
+    the duals, all ``(B, n)`` CuPy arrays. Only ``good`` rows' numbers count."""
+    import cupy as cp
+
+    from matchbench.families.lap.bulk import certify_stack
+
+    b_count, n = int(costs.shape[0]), int(costs.shape[1])
+    good, _reasons = certify_stack(costs, perms, u, v)
+    rows = cp.arange(n)
+    safe = cp.where((perms >= 0) & (perms < n), perms, rows[None, :])
+    assigned = cp.take_along_axis(costs, safe[:, :, None], axis=2)[:, :, 0]
+    if costs.dtype.kind in "iu":
+        primal = assigned.sum(axis=1, dtype=np.int64)
+        bound = u.astype(np.int64).sum(axis=1) + v.astype(np.int64).sum(axis=1)
+        good &= primal == bound
+    else:
+        primal = assigned.astype(np.float64).sum(axis=1)
+        bound = u.astype(np.float64).sum(axis=1) + v.astype(np.float64).sum(axis=1)
+        scale = cp.maximum(1.0, cp.abs(costs).reshape(b_count, -1).max(axis=1).astype(np.float64))
+        good &= cp.abs(bound - primal) <= n * FLOAT_RTOL * scale + 1e-12 * scale * n
+    return good.get(), primal.get().astype(np.float64), bound.get().astype(np.float64)
+
+
+def _host_verdicts(
+    costs: np.ndarray, perms: np.ndarray, u: np.ndarray | None, v: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(good, objective, bound)`` for answers to a ``(B, n, n)`` host stack: the checks
+    of :meth:`LAP.verify` vectorized (a permutation; the duals given, or with ``u`` and
+    ``v`` None derived for the whole stack by one compiled Bellman-Ford, as
+    :func:`derive_duals`; dual feasibility, complementary slackness, the duality gap) in
+    its arithmetic (exact int64 for integer costs, float64 with its tolerances for float
+    costs). Only ``good`` rows' numbers count."""
+    b_count, n = int(costs.shape[0]), int(costs.shape[1])
+    perms = np.asarray(perms).astype(np.int64)
+    exact = is_exact(costs)
+    dt = dual_dtype(costs)
+    rows = np.arange(n)
+    inside = ((perms >= 0) & (perms < n)).all(axis=1)
+    perms_safe = np.where(inside[:, None], perms, rows[None, :])
+    good = inside & (np.sort(perms_safe, axis=1) == rows[None, :]).all(axis=1)
+    assigned = np.take_along_axis(costs, perms_safe[:, :, None], axis=2)[:, :, 0]
+    if exact:
+        scale = np.zeros(b_count)
+        atol = np.zeros(b_count)
+    else:
+        top = np.abs(costs).reshape(b_count, -1).max(axis=1).astype(np.float64)
+        scale = np.maximum(1.0, top)
+        atol = FLOAT_RTOL * scale
+    if u is None or v is None:
+        pots = np.zeros((b_count, n), dtype=dt)
+        preds = np.full((b_count, n), -1, dtype=np.int64)
+        starts = np.full(b_count, -1, dtype=np.int64)
+        tols = (atol / 2).astype(dt)
+        _residual_potentials_many(costs, perms_safe, pots, preds, tols, starts)
+        good &= starts < 0
+        held = np.zeros((b_count, n), dtype=dt)
+        np.put_along_axis(held, perms_safe, assigned.astype(dt), axis=1)
+        u = -np.take_along_axis(pots, perms_safe, axis=1)
+        v = held + pots
+    else:
+        u = np.asarray(u).astype(dt)
+        v = np.asarray(v).astype(dt)
+        if not exact:
+            good &= np.isfinite(u).all(axis=1) & np.isfinite(v).all(axis=1)
+            u = np.where(good[:, None], u, 0.0)
+            v = np.where(good[:, None], v, 0.0)
+    good &= _feasible_and_slack(costs, perms_safe, u, v)
+    if exact:
+        primal = assigned.sum(axis=1, dtype=np.int64)
+        bound = u.sum(axis=1, dtype=np.int64) + v.sum(axis=1, dtype=np.int64)
+        good &= primal == bound
+        return good, primal.astype(np.float64), bound.astype(np.float64)
+    objective = assigned.sum(axis=1, dtype=np.float64)
+    gap = u.sum(axis=1) + v.sum(axis=1)
+    good &= np.abs(gap - objective) <= n * atol + 1e-12 * scale * n
+    return good, objective, gap.astype(np.float64)
 
 
 def _integral(a: np.ndarray) -> np.ndarray | None:

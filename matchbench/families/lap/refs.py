@@ -17,7 +17,13 @@ import numpy as np
 from numba import njit
 
 from matchbench.core.solver import BaseSolver
-from matchbench.families.lap.problem import Assignment, CostMatrix, dual_dtype, tight_eps
+from matchbench.families.lap.problem import (
+    Assignment,
+    AssignmentStack,
+    CostMatrix,
+    dual_dtype,
+    tight_eps,
+)
 
 #: "No slack yet" for int64 duals; far above any slack of a valid instance.
 INT_INF = np.int64(2**62)
@@ -174,12 +180,36 @@ class ScipyLSA(_LapCPU):
     """
 
     name: ClassVar[str] = "scipy_lsa"
+    stackable: ClassVar[bool] = True
+
+    def prepare(self, instance: CostMatrix, init: Any | None = None) -> None:
+        super().prepare(instance, init)
+        self._stack: np.ndarray | None = None
+
+    def prepare_stack(self, stack: Any) -> None:
+        """A ``(B, n, n)`` stack, solved matrix by matrix in :meth:`run` (a GPU stack is
+        copied to the host here, untimed)."""
+        data = stack.data
+        self._stack = data if isinstance(data, np.ndarray) else data.get()
+        self._costs, self._answer, self._counters = None, None, {}
 
     def run(self) -> None:
         from scipy.optimize import linear_sum_assignment
 
+        if getattr(self, "_stack", None) is not None:
+            stack = self._stack
+            cols = np.empty(stack.shape[:2], dtype=np.int64)
+            for b in range(stack.shape[0]):
+                cols[b] = linear_sum_assignment(stack[b])[1]
+            self._answer = AssignmentStack(cols)  # type: ignore[assignment]
+            return
         _rows, cols = linear_sum_assignment(self._costs)
         self._answer = Assignment(np.asarray(cols, dtype=np.int64))
+
+    def result_stack(self) -> AssignmentStack:
+        if not isinstance(self._answer, AssignmentStack):
+            raise RuntimeError(f"{self.name}: result_stack() before run() on a stack")
+        return self._answer
 
 
 class LapJV(_LapCPU):
