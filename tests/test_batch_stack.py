@@ -115,6 +115,44 @@ def test_the_stack_is_the_instances_value_for_value():
     assert L.uniform.matchbench_stack({"cost_range": "n"}, {"seed": [1, 2], "n": [3, 4]}, 2) is None
 
 
+def _npy_stack(tmp_path, shape=(9, 5, 5), dtype=np.int32):
+    path = tmp_path / "many.npy"
+    np.save(path, np.random.default_rng(4).integers(0, 30, size=shape).astype(dtype))
+    return {"name": "from_file", "many": {"_target_": "matchbench.families.lap.datasets.stack",
+                                          "path": str(path), "pad": False}, "count": shape[0], "seed": 0}
+
+
+def test_a_file_stack_gives_the_rows_of_its_matrices_one_by_one(tmp_path):
+    batch = _batch(tmp_path, dataset=_npy_stack(tmp_path))
+    tables, _, notes = _stacked(batch)
+    assert tables is not None and not notes
+    new = tables[0].to_pylist()
+    old, _ = execute_batch(batch)
+    assert _content(new, JOINT | {"t_init_s"}) == _content(old, JOINT | {"t_init_s"})
+    assert all(r["status"] == "ok" and r["verified"] for r in new) and len(new) == 18
+
+
+@pytest.mark.parametrize("what", ["float", "rect", "outside"])
+def test_a_file_stack_the_hook_does_not_take_goes_one_by_one(tmp_path, what):
+    shape, dtype = {"float": ((4, 5, 5), np.float64), "rect": ((4, 5, 6), np.int32),
+                    "outside": ((4, 5, 5), np.int32)}[what]
+    dataset = _npy_stack(tmp_path, shape, dtype)
+    if what == "outside":
+        dataset["count"] = 6  # indices 4 and 5 are not in the file: their own error rows
+    batch = _batch(tmp_path, dataset=dataset)
+    assert stack_batch(batch, lambda k, p: None) is None
+    out: list = []
+    rows, _ = execute_batch(batch, tables=out)
+    got = rows + (pa.concat_tables(out).to_pylist() if out else [])
+    bad = [r for r in got if r["status"] != "ok"]
+    if what == "outside":
+        assert len(bad) == 2 and all("outside the 4 matrices" in r["error"] for r in bad)
+    elif what == "rect":
+        assert len(bad) == 4 and all("square" in r["error"] or "pad" in r["error"] for r in bad)
+    else:
+        assert not bad and len(got) == 8
+
+
 def _answers(stack, rng, spoil):
     """Optimal answers with duals (the tree solver's) and spoiled ones at ``spoil``."""
     from matchbench.families.lap.refs import HungarianTree
@@ -295,12 +333,17 @@ def _gpu_batch(tmp_path, n, count, seed=1, cost_range="n"):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(("n", "count"), [(64, 300), (33, 40), (200, 100)])
-def test_gpu_stack_rows_equal_the_joint_solves_rows(tmp_path, monkeypatch, n, count):
+@pytest.mark.parametrize(("source", "n", "count"), [("drawn", 64, 300), ("drawn", 33, 40), ("drawn", 200, 100),
+                                                     ("file", 64, 300)])
+def test_gpu_stack_rows_equal_the_joint_solves_rows(tmp_path, monkeypatch, source, n, count):
     """On the GPU: drawn there (n = 64: 300 x 16 KiB, over the GPU draw's 1 MiB) or on the
-    host and uploaded (n = 33), solved in one launch, certified there; the rows are the
-    per-instance joint solve's, counter for counter."""
-    batch = _gpu_batch(tmp_path, n, count)
+    host and uploaded (n = 33), or read from a file into pinned buffers and uploaded;
+    solved in one launch, certified there; the rows are the per-instance joint solve's,
+    counter for counter."""
+    if source == "file":
+        batch = _batch(tmp_path, GPU_BATCHED, _npy_stack(tmp_path, (count, n, n)), reps=1)
+    else:
+        batch = _gpu_batch(tmp_path, n, count)
     tables, _, notes = _stacked(pickle.loads(pickle.dumps(batch)))
     assert tables is not None and not notes
     new = tables[0].to_pylist()

@@ -756,3 +756,59 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
 
 
 stack.matchbench_bulk = stack_bulk  # type: ignore[attr-defined]
+
+
+def stack_stack(
+    template: dict[str, Any], varying: dict[str, list[Any]], count: int, device: str | None = None
+) -> InstanceStack | None:
+    """Matrices of one square int32 ``.npy`` stack as one
+    :class:`~matchbench.core.stack.InstanceStack` (``stack.matchbench_stack``): block ``k``
+    is ``stack(path, seed=seeds[k])``'s matrix. ``device="gpu"``: read by threads into
+    pinned buffers and uploaded in turn (:func:`_device_stack`), where there are at least
+    :data:`GPU_DRAW_BYTES` of them; else one gathered host copy. int32 costs need no check
+    of their values; other dtypes, rectangular matrices, folders and indices outside the
+    stack give None (one by one, each matrix is checked, or named in its own error)."""
+    seeds = _seed_column(template, varying, count)
+    if seeds is None or count < 1 or set(template) - {"path", "seed", "pad"}:
+        return None
+    p = Path(template["path"])
+    if p.is_dir() or p.suffix != ".npy" or missing_file(p) is not None:
+        return None
+    name = _stack_name(p)
+    arr = _stack_map(p, name)
+    if arr.dtype != np.dtype(np.int32) or arr.shape[1] != arr.shape[2]:
+        return None
+    if not all(isinstance(s, int | np.integer) and not isinstance(s, bool) for s in seeds):
+        return None
+    idx = np.asarray(seeds, dtype=np.int64)
+    if int(idx.min()) < 0 or int(idx.max()) >= arr.shape[0]:
+        return None
+    n = int(arr.shape[1])
+    data = None
+    if device == "gpu" and count * arr[0].nbytes >= GPU_DRAW_BYTES:
+        data = _device_stack(arr, idx)
+    if data is None:
+        data = np.take(arr, idx, axis=0)
+    pad = bool(template.get("pad", False))
+    names = [f"{name}_i{i}" for i in seeds]
+    columns = {
+        "instance": names,
+        "family": "lap_stack",
+        "n_rows": n,
+        "n_cols": n,
+        "n_edges": n * n,
+        "instance_params": _params_json({"path": str(p), "index": 0, "pad": pad}, "index", list(seeds)),
+        "rcp": False,
+        "instance_bytes": int(arr[0].nbytes),
+    }
+
+    def instance(k: int) -> CostMatrix:
+        params = {"path": str(p), "index": int(seeds[k]), "pad": pad}
+        if isinstance(data, np.ndarray):
+            return _trusted(data[k], names[k], "lap_stack", params)
+        return DeviceCostMatrix(data, k, names[k], "lap_stack", params)
+
+    return InstanceStack("lap", data, count, columns, instance)
+
+
+stack.matchbench_stack = stack_stack  # type: ignore[attr-defined]
