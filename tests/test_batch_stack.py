@@ -20,7 +20,7 @@ import pytest
 from matchbench.core.stack import InstanceStack
 from matchbench.families.lap import datasets as L
 from matchbench.families.lap.problem import LAP, Assignment, AssignmentStack, CostMatrix
-from matchbench.results.schema import COLUMNS, SCHEMA
+from matchbench.results.schema import COLUMNS, SCHEMA, CompactTable
 from matchbench.results.store import read_results
 from matchbench.runner.batch import Batch
 from matchbench.runner.execute import execute
@@ -62,9 +62,17 @@ def _batch(tmp_path, algorithm=SCIPY, dataset=LAPS, **kw):
     return Batch(batch_id="b0", tasks=plan.tasks)
 
 
+def _whole(tables):
+    """The schema's tables of ``tables`` (a stack's come compact)."""
+    return [t.full() if isinstance(t, CompactTable) else t for t in tables]
+
+
 def _stacked(batch):
     sent: list = []
     tables = stack_batch(batch, lambda k, p: sent.append((k, p)), notes := [])
+    if tables is not None:
+        assert all(isinstance(t, CompactTable) for t in tables)
+        tables = [pa.concat_tables(_whole(tables))]
     return tables, sent, notes
 
 
@@ -99,6 +107,10 @@ def test_stack_rows_are_the_one_by_one_rows_of_a_joint_solve(tmp_path, dtype):
     kinds = [k for k, _ in sent]
     assert kinds.count("start") == 3 and kinds[-1] == "chunk"
     assert sorted(i for i, _ in sent[-1][1][1]) == list(range(7))
+    # the rows travel compact: what all of them share once, not in every row
+    compact = sent[-1][1][0]
+    assert compact[0].constants["config_json"] and "config_json" not in compact[0].table.column_names
+    assert len(pickle.dumps(compact)) < len(pickle.dumps(table)) / 2
 
 
 def test_the_stack_is_the_instances_value_for_value():
@@ -143,7 +155,7 @@ def test_a_file_stack_the_hook_does_not_take_goes_one_by_one(tmp_path, what):
     assert stack_batch(batch, lambda k, p: None) is None
     out: list = []
     rows, _ = execute_batch(batch, tables=out)
-    got = rows + (pa.concat_tables(out).to_pylist() if out else [])
+    got = rows + (pa.concat_tables(_whole(out)).to_pylist() if out else [])
     bad = [r for r in got if r["status"] != "ok"]
     if what == "outside":
         assert len(bad) == 2 and all("outside the 4 matrices" in r["error"] for r in bad)
@@ -235,7 +247,7 @@ def test_a_stack_solve_that_raises_runs_the_batch_one_by_one(tmp_path, solvers_p
     assert tables is None and "planted failure of a stack" in notes[0]
     out: list = []
     rows, notes = execute_batch(batch, tables=out)
-    got = pa.concat_tables(out).to_pylist()
+    got = pa.concat_tables(_whole(out)).to_pylist()
     assert not rows and len(got) == 14 and all(r["status"] == "ok" and r["verified"] for r in got)
     assert any("one by one" in n for n in notes)
 
@@ -246,7 +258,7 @@ def test_a_bad_argument_is_every_instances_own_error_row(tmp_path):
     assert tables is None and "making the instances" in notes[0]
     out: list = []
     rows, _ = execute_batch(batch, tables=out)
-    got = rows + (pa.concat_tables(out).to_pylist() if out else [])
+    got = rows + (pa.concat_tables(_whole(out)).to_pylist() if out else [])
     assert len({r["task_id"] for r in got}) == 7
     assert all(r["status"] == "error" and "cost_range" in r["error"] for r in got)
 
@@ -350,7 +362,7 @@ def test_gpu_stack_rows_equal_the_joint_solves_rows(tmp_path, monkeypatch, sourc
     monkeypatch.setenv("MATCHBENCH_NO_STACK", "1")
     out: list = []
     execute_batch(batch, tables=out)
-    old = pa.concat_tables(out).to_pylist()
+    old = pa.concat_tables(_whole(out)).to_pylist()
     assert len(new) == len(old) == count
     skip = {"counters_json", "t_init_s", "gpu_mem_peak_bytes"}
     assert _content(new, skip) == _content(old, skip)
@@ -387,3 +399,21 @@ def test_gpu_stack_stress_hundreds_of_random_stacks_zero_wrong(tmp_path):
             r, c = linear_sum_assignment(costs)
             assert verdicts.objective[k] == costs[r, c].sum()
     assert wrong == 0
+
+
+def test_a_compact_table_is_the_schemas_table_of_its_rows():
+    from datetime import UTC, datetime
+
+    from matchbench.results.schema import record_batch
+
+    now = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
+    varying = pa.table({"task_id": ["a", "b", "c"], "objective": [1.0, None, 3.0]})
+    shared = {"algorithm": "x", "timestamp": now, "n_rows": 5, "verify_reason": None, "verified": True}
+    whole = CompactTable(varying, shared).full()
+    want = record_batch({"task_id": ["a", "b", "c"], "objective": [1.0, None, 3.0], "algorithm": ["x"] * 3,
+                         "timestamp": [now] * 3, "n_rows": [5] * 3, "verified": [True] * 3}, 3)
+    assert whole.schema.equals(SCHEMA) and whole.equals(pa.Table.from_batches([want]))
+    with pytest.raises(KeyError, match="outside the schema"):
+        CompactTable(varying, {"no_such_column": 1})
+    with pytest.raises(ValueError, match="both varying and constant"):
+        CompactTable(varying, {"task_id": "d"})

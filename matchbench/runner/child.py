@@ -293,9 +293,9 @@ class TaskProcess:
                         by_tid.setdefault(payload.get("task_id"), []).append(payload)
                         rep_deadline = float("inf")
                     elif kind == "chunk":  # the rows of these instances, as one table
-                        table, done_items = payload
+                        table, done_items = payload  # one table, or a list of them
                         if tables is not None:
-                            tables.append(table)
+                            tables.extend(table if isinstance(table, list) else [table])
                         for j, _seconds in done_items:
                             del pending[index[j]]
                         rep_deadline = float("inf")

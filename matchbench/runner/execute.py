@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from matchbench.results.schema import CompactTable
 from matchbench.results.store import RunWriter, latest_run
 from matchbench.runner.plan import Plan, Task
 from matchbench.runner.task import error_row, task_base
@@ -596,7 +597,7 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
                 result = {"rows": [dict(r, batch_id=name) for r in result], "notes": []}
         if batched:
             rows = list(result["rows"])
-            tables = list(result.get("tables") or [])
+            tables = list(result.get("tables") or [])  # a stack's come compact (CompactTable)
             for text in result.get("notes", []):
                 progress.note(f"batch {name} ({members[0].algorithm}): {text}")
             tabled = _table_outcomes(tables)
@@ -618,7 +619,7 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
 
 
 def _status_counts(table: Any) -> dict[str, int]:
-    """Rows of ``table`` per ``status``."""
+    """Rows of ``table`` (a table, or a :class:`CompactTable`) per ``status``."""
     import pyarrow.compute as pc
 
     counts = pc.value_counts(table.column("status").fill_null("error")).to_pylist()
@@ -652,6 +653,8 @@ def _table_outcomes(tables: list[Any]) -> TableOutcomes:
         not_ok = pc.fill_null(pc.not_equal(table.column("status"), pa.scalar("ok")), True)
         if not pc.any(not_ok).as_py():
             continue
+        if isinstance(table, CompactTable):
+            table = table.full()
         for r in table.filter(not_ok).select(["task_id", "status", "error", "instance"]).to_pylist():
             if r["task_id"] not in out.bad:
                 out.bad[r["task_id"]] = {"status": r["status"] or "error", "error": r["error"] or "",

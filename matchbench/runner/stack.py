@@ -34,8 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
+    from matchbench.results.schema import CompactTable
     from matchbench.runner.batch import Batch
 
 #: Set (to anything but ``0``) in a worker's environment, this switches the stack path
@@ -63,14 +62,16 @@ def stack_hook(template: dict[str, Any]) -> Any | None:
 
 def stack_batch(
     batch: Batch, tell: Callable[[str, Any], None], notes: list[str] | None = None
-) -> list[pa.Table] | None:
-    """The rows of ``batch`` as one Arrow table, made as one stack; None where the batch
-    must run instance by instance (see the module docstring).
+) -> list[CompactTable] | None:
+    """The rows of ``batch``, made as one stack: a
+    :class:`~matchbench.results.schema.CompactTable` per repetition (the columns that
+    differ between its rows, and the values they share); None where the batch must run
+    instance by instance (see the module docstring).
 
     ``tell`` as for :func:`~matchbench.runner.task.execute_batch`: ``("joint", [0..B))``
     before the stack is made (the task process's parent then gives the batch the limits
     of B instances and, should the process die or exceed them, runs every instance
-    again one by one), ``("start", rep)`` per repetition and ``("chunk", (table,
+    again one by one), ``("start", rep)`` per repetition and ``("chunk", (tables,
     [(i, t_total_s), ...]))`` with the rows.
     """
     from matchbench.core.problem import Problem
@@ -107,15 +108,15 @@ def stack_batch(
 
     tell("joint", list(range(count)))
     try:
-        table = _stack_table(batch, first, template, varying, hook, solver, problem, tell)
+        parts = _stack_table(batch, first, template, varying, hook, solver, problem, tell)
     except _Declined as why:
         if notes is not None and str(why):
             notes.append(f"the batch did not run as one stack ({why}); its instances ran one by one")
             tell("note", notes[-1])
         return None
-    spent = float(table.column("t_total_s")[0].as_py()) if table.num_rows else 0.0
-    tell("chunk", (table, [(i, spent) for i in range(count)]))
-    return [table]
+    spent = float(parts[0].constants.get("t_total_s") or 0.0) if parts else 0.0
+    tell("chunk", (parts, [(i, spent) for i in range(count)]))
+    return parts
 
 
 class _Declined(Exception):
@@ -123,14 +124,14 @@ class _Declined(Exception):
 
 
 def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: dict[str, list[Any]],
-                 hook: Any, solver: Any, problem: Any, tell: Callable[[str, Any], None]) -> pa.Table:
+                 hook: Any, solver: Any, problem: Any, tell: Callable[[str, Any], None]) -> list[CompactTable]:
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     from matchbench.core.problem import VERIFY_DEVICE
     from matchbench.core.solver import Measurements
-    from matchbench.results.schema import SCHEMA, record_batch
+    from matchbench.results.schema import SCHEMA, CompactTable
     from matchbench.runner.provenance import worker_provenance
     from matchbench.runner.task import (
         _call_columns,
@@ -262,11 +263,12 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
         if verdicts is not None:
             const["t_verify_s"] = t_verify
             columns.update(_verdict_columns(verdicts, count))
-        for key, value in const.items():
-            if key not in columns:
-                columns[key] = _constant(key, value, count)
-        parts.append(record_batch(columns, count))
-    return pa.Table.from_batches(parts, schema=SCHEMA)
+        varying_cols = {k: (v if isinstance(v, pa.Array) else pa.array(v, type=SCHEMA.field(k).type))
+                        for k, v in columns.items() if not _is_scalar(v)}
+        shared_values = {k: v for k, v in columns.items() if _is_scalar(v)}
+        shared_values.update((k, v) for k, v in const.items() if k not in columns)
+        parts.append(CompactTable(pa.table(varying_cols), shared_values))
+    return parts
 
 
 def _verdict_columns(v: Any, count: int) -> dict[str, Any]:
@@ -288,8 +290,8 @@ def _verdict_columns(v: Any, count: int) -> dict[str, Any]:
         "verified": pa.array(verified, type=pa.bool_()),
     }
     if verified.all():
-        cols["status"] = _constant("status", "ok", count)
-        cols["verify_reason"] = pa.nulls(count, pa.string())
+        cols["status"] = "ok"
+        cols["verify_reason"] = None
     else:
         reasons = [v.reasons.get(k) if not ok else None for k, ok in enumerate(verified.tolist())]
         cols["verify_reason"] = reasons
@@ -302,17 +304,9 @@ def _verdict_columns(v: Any, count: int) -> dict[str, Any]:
     return cols
 
 
-def _constant(name: str, value: Any, count: int) -> pa.Array:
-    """``count`` copies of ``value`` as the schema's column ``name``."""
+def _is_scalar(value: Any) -> bool:
+    """A column value shared by all rows (not an array or a list of values)."""
+    import numpy as np
     import pyarrow as pa
 
-    from matchbench.results.schema import SCHEMA
-
-    typ = SCHEMA.field(name).type
-    if value is None:
-        return pa.nulls(count, typ)
-    if pa.types.is_timestamp(typ):  # by its ticks (an aware datetime to Arrow imports pandas)
-        from matchbench.results.schema import _timestamps
-
-        return pa.repeat(_timestamps([value], typ)[0], count)
-    return pa.repeat(pa.scalar(value, type=typ), count)
+    return not isinstance(value, pa.Array | list | tuple | np.ndarray)

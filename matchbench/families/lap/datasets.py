@@ -250,7 +250,11 @@ def _gpu_uniform(kwargs: list[dict[str, Any]], proto: CostMatrix) -> Any | None:
     seeds = [kw.get("seed", 1) for kw in kwargs]
     if proto.costs.dtype != np.int32 or len(seeds) * proto.costs.nbytes < GPU_DRAW_BYTES or not 1 <= hi <= 2**31 - 2:
         return None
-    if not all(isinstance(s, int | np.integer) and not isinstance(s, bool) and 0 <= s < 2**64 for s in seeds):
+    column = np.asarray(seeds) if seeds else np.zeros(0, dtype=np.int64)
+    plain = column.dtype.kind in "iu" and (column.dtype.kind == "u" or int(column.min()) >= 0)
+    if not plain and not all(
+        isinstance(s, int | np.integer) and not isinstance(s, bool) and 0 <= s < 2**64 for s in seeds
+    ):
         return None
     try:
         from matchbench.families.lap.draw_gpu import draw_uniform_int32_device
@@ -294,7 +298,7 @@ def _params_json(params: dict[str, Any], key: str, values: list[Any]) -> list[st
 
     mark = 7_777_777_777_777_777_777
     head, tail = to_json(dict(params, **{key: mark})).split(str(mark))
-    return [f"{head}{to_json(v)}{tail}" for v in values]
+    return [f"{head}{v}{tail}" if type(v) is int else f"{head}{to_json(v)}{tail}" for v in values]
 
 
 def uniform_stack(
