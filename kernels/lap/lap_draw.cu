@@ -119,3 +119,35 @@ extern "C" __global__ void lap_draw_uniform_i32(const unsigned long long* __rest
     if (__syncthreads_or(rejected) && threadIdx.x == 0) flags[b] = 1;
   }
 }
+
+// The raw 32-bit draws of the instances whose bounded draw was rejected (flags above):
+// out[f * J + j] is draw j of instance idx[f] (the low half of PCG64 output j / 2 for
+// even j, its high half for odd j), for j < J. The host driver keeps the accepted ones
+// in order (Lemire's rule, as lap_draw_uniform_i32 applies it), which is the instance
+// exactly as NumPy draws it, rejections included: value p is the p-th accepted draw.
+// Same parallel layout as lap_draw_uniform_i32, one block per instance.
+extern "C" __global__ void lap_draw_raw_u32(const unsigned long long* __restrict__ words,
+                                            const long long* __restrict__ idx, long long F,
+                                            long long J, unsigned int* __restrict__ out) {
+  const long long Q = (J + 1) / 2;
+  for (long long f = blockIdx.x; f < F; f += gridDim.x) {
+    const unsigned long long* w = words + 4 * idx[f];
+    u128 initstate = {w[0], w[1]}, initseq = {w[2], w[3]};
+    u128 inc;
+    inc.hi = (initseq.hi << 1) | (initseq.lo >> 63);
+    inc.lo = (initseq.lo << 1) | 1ull;
+    u128 s = add128(inc, initstate);
+    s = add128(mul128(s, pcg_mult()), inc);
+    u128 m_first, p_first, m_step, p_step;
+    pcg_jump((unsigned long long)threadIdx.x + 1ull, inc, &m_first, &p_first);
+    pcg_jump((unsigned long long)blockDim.x, inc, &m_step, &p_step);
+    u128 st = add128(mul128(s, m_first), p_first);
+    unsigned int* o = out + f * J;
+    for (long long q = threadIdx.x; q < Q; q += blockDim.x) {
+      const unsigned long long x = pcg_output(st);
+      if (2 * q < J) o[2 * q] = (unsigned int)x;
+      if (2 * q + 1 < J) o[2 * q + 1] = (unsigned int)(x >> 32);
+      st = add128(mul128(st, m_step), p_step);
+    }
+  }
+}

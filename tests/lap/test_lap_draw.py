@@ -105,7 +105,25 @@ def test_gpu_draws_are_bit_identical_to_numpy(n, cost_range):
         want = np.random.default_rng(seed).integers(0, hi + 1, size=(n, n), dtype=np.int32)
         assert block[b].tobytes() == want.tobytes(), (seed, n, cost_range)
     if cost_range == 2**30 + 3 and n >= 2:
-        assert _launch(seeds, n, hi)[1].size > 0  # the host's redraw path ran
+        assert _launch(seeds, n, hi, redraw=False)[1].size > 0  # blocks with a rejected draw
+        left = _launch(seeds, n, hi)[1].size  # after the device's redraw: NumPy's part
+        assert left == 0 if n <= 7 else left > 0  # a third rejected: more than its slack at n >= 64
+
+
+@pytest.mark.gpu
+def test_rejected_draws_are_made_again_on_the_device():
+    """n = 512, hi = 512: about one matrix in 33 has a rejected draw; each is made again
+    from its raw draws on the device (none left for NumPy), value for value NumPy's."""
+    from matchbench.families.lap.draw_gpu import _launch
+
+    seeds = list(range(1000, 1200))
+    flagged = _launch(seeds, 512, 512, redraw=False)[1]
+    assert flagged.size >= 2
+    block, left = _launch(seeds, 512, 512)
+    assert left.size == 0
+    for b in flagged.tolist() + [0, 1]:
+        want = np.random.default_rng(seeds[b]).integers(0, 513, size=(512, 512), dtype=np.int32)
+        assert block[b].get().tobytes() == want.tobytes(), seeds[b]
 
 
 @pytest.mark.gpu

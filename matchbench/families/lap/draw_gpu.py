@@ -115,9 +115,11 @@ def _generate_state(pool: list[np.ndarray]) -> np.ndarray:
     )
 
 
-def _launch(seeds: list[int], n: int, hi: int) -> tuple[Any, np.ndarray]:
+def _launch(seeds: list[int], n: int, hi: int, *, redraw: bool = True) -> tuple[Any, np.ndarray]:
     """The kernel's ``(B, n, n)`` device stack and the indices of its blocks with a
-    rejected draw (to be drawn again by NumPy); waits for the device."""
+    rejected draw that are still to be drawn again by NumPy (with ``redraw``, those that
+    :func:`_redraw` could not complete on the device; none, usually); waits for the
+    device."""
     import cupy as cp
 
     from matchbench.gpu.kernels import get_module
@@ -135,7 +137,49 @@ def _launch(seeds: list[int], n: int, hi: int) -> tuple[Any, np.ndarray]:
     kern = get_module("lap_draw").get_function("lap_draw_uniform_i32")
     grid = min(B, 65535)
     kern((grid,), (THREADS,), (words, np.int64(B), np.int64(n * n), np.uint32(hi), out, flags))
-    return out, np.flatnonzero(flags.get())  # .get() waits for the draw
+    again = np.flatnonzero(flags.get())  # .get() waits for the draw
+    if redraw and again.size:
+        again = _redraw(out, words, again, n * n, int(hi))
+    return out, again
+
+
+#: Raw draws per instance beyond its n * n values that :func:`_redraw` makes: room for
+#: that many rejections (one expected in 33 instances of n = 512 at hi = 512).
+REDRAW_SLACK = 64
+#: Instances :func:`_redraw` draws again at once (bounds its raw draws' memory).
+REDRAW_GROUP = 64
+
+
+def _redraw(out: Any, words: Any, again: np.ndarray, P: int, hi: int) -> np.ndarray:
+    """Blocks ``again`` of ``out`` (each with a rejected draw) made again on the device:
+    each block's first ``P + REDRAW_SLACK + P // 64`` raw draws (``lap_draw_raw_u32``),
+    of which the accepted ones, in order, are its values, as NumPy's Lemire loop keeps
+    them. Returns the blocks that had more rejections than that (left for NumPy)."""
+    import cupy as cp
+
+    from matchbench.gpu.kernels import get_module
+
+    kern = get_module("lap_draw").get_function("lap_draw_raw_u32")
+    r = int(hi) + 1
+    threshold = (0xFFFFFFFF - int(hi)) % r
+    J = P + REDRAW_SLACK + P // 64
+    flat = out.reshape(out.shape[0], P)
+    left: list[int] = []
+    for at in range(0, again.size, REDRAW_GROUP):
+        part = again[at : at + REDRAW_GROUP]
+        F = int(part.size)
+        idx = cp.asarray(part.astype(np.int64))
+        raw = cp.empty((F, J), dtype=cp.uint32)
+        kern((min(F, 65535),), (THREADS,), (words, idx, np.int64(F), np.int64(J), raw))
+        m = raw.astype(cp.uint64) * np.uint64(r)
+        keep = (m & np.uint64(0xFFFFFFFF)) >= np.uint64(threshold)
+        pos = cp.cumsum(keep, axis=1, dtype=cp.int64) - 1
+        enough = (pos[:, -1] >= P - 1).get()
+        take = keep & (pos < P) & cp.asarray(enough)[:, None]
+        f, j = cp.nonzero(take)
+        flat[idx[f], pos[f, j]] = (m[f, j] >> np.uint64(32)).astype(cp.int32)
+        left.extend(part[~enough].tolist())
+    return np.asarray(left, dtype=np.int64)
 
 
 def _numpy_block(seed: int, n: int, hi: int) -> np.ndarray:
@@ -146,8 +190,10 @@ def draw_uniform_int32_device(seeds: list[int], n: int, hi: int) -> Any:
     """The ``(B, n, n)`` int32 device stack whose block ``b`` is
     ``default_rng(seeds[b]).integers(0, hi + 1, (n, n), dtype=np.int32)``, value for value.
 
-    The rare block with a rejected draw (Lemire's method, module docstring) is drawn by
-    NumPy and uploaded into its place. Returns after the device finished (the draw's time
+    A block with a rejected draw (Lemire's method, module docstring; about one in 33 at
+    n = 512 and hi = 512) is drawn again on the device from its raw draws
+    (:func:`_redraw`); one with more rejections than that leaves room for, by NumPy, and
+    uploaded into its place. Returns after the device finished (the draw's time
     is the caller's, not the next kernel's).
 
     Raises
