@@ -417,17 +417,3 @@ def test_a_compact_table_is_the_schemas_table_of_its_rows():
         CompactTable(varying, {"no_such_column": 1})
     with pytest.raises(ValueError, match="both varying and constant"):
         CompactTable(varying, {"task_id": "d"})
-
-
-def test_read_blocks_reads_a_mapped_stack_and_copies_anything_else(tmp_path):
-    from matchbench.families.lap.datasets import _stack_map, read_blocks
-
-    a = np.random.default_rng(0).integers(0, 100, (20, 7, 7)).astype(np.int32)
-    np.save(tmp_path / "s.npy", a)
-    np.save(tmp_path / "one.npy", a[0])
-    mapped = _stack_map(tmp_path / "s.npy", "s")
-    for arr, start, count in [(mapped, 3, 5), (mapped, 0, 20), (mapped[4:], 2, 3), (a, 1, 2),
-                              (_stack_map(tmp_path / "one.npy", "one"), 0, 1)]:
-        out = np.empty((count, 7, 7), np.int32)
-        read_blocks(arr, start, out)
-        assert np.array_equal(out, np.asarray(arr)[start : start + count])

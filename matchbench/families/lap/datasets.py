@@ -705,34 +705,6 @@ def stack_bulk(kwargs_list: list[dict[str, Any]], device: str | None = None) -> 
 STACK_UPLOAD_CHUNK_BYTES = 64 << 20
 
 
-def read_blocks(arr: np.ndarray, start: int, out: np.ndarray) -> None:
-    """``out[:] = arr[start : start + len(out)]`` for a stack ``arr`` mapped from a file:
-    read with ``os.preadv`` straight into ``out`` where ``arr`` is a C-ordered
-    ``numpy.memmap`` of its file (a copy out of the mapping faults in every 4 KiB page: 8
-    GB/s with eight threads on an H100's host), else copied."""
-    import os
-
-    name, base = getattr(arr, "filename", None), getattr(arr, "offset", None)
-    one = int(np.prod(arr.shape[1:])) * arr.dtype.itemsize
-    if (
-        not isinstance(arr, np.memmap) or not name or base is None or not arr.flags.c_contiguous
-        or not out.flags.c_contiguous or out.dtype != arr.dtype or not hasattr(os, "preadv")
-    ):
-        np.copyto(out, arr[start : start + len(out)])
-        return
-    view = memoryview(out.reshape(-1).view(np.uint8))
-    pos, done = int(base) + start * one, 0
-    with open(name, "rb", buffering=0) as f:
-        if int(base) + arr.shape[0] * one != os.fstat(f.fileno()).st_size:  # not the whole map (a slice)
-            np.copyto(out, arr[start : start + len(out)])
-            return
-        while done < len(view):
-            got = os.preadv(f.fileno(), [view[done:]], pos + done)
-            if got <= 0:
-                raise OSError(f"{name}: the file ended {len(view) - done} bytes early")
-            done += got
-
-
 def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
     """Matrices ``idx`` of a mapped stack as one device array, None where the GPU fails.
 
@@ -765,7 +737,7 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
 
             def part(a: int, b: int) -> None:
                 if consecutive:
-                    read_blocks(arr, lo + at + a, buf[a:b])
+                    np.copyto(buf[a:b], arr[lo + at + a : lo + at + b])
                 else:
                     np.take(arr, idx[at + a : at + b], axis=0, out=buf[a:b])
 
