@@ -417,3 +417,41 @@ def test_a_compact_table_is_the_schemas_table_of_its_rows():
         CompactTable(varying, {"no_such_column": 1})
     with pytest.raises(ValueError, match="both varying and constant"):
         CompactTable(varying, {"task_id": "d"})
+
+
+@pytest.mark.gpu
+def test_the_fused_certificate_gives_certify_stacks_verdicts():
+    """int32 costs: the one-pass dual feasibility kernel (kernels/lap/lap_certify.cu) and
+    certify_stack agree on every answer, with infeasible cells, broken slackness, broken
+    permutations and off objectives planted at random, n from 1 to 300."""
+    import cupy as cp
+
+    from matchbench.families.lap.problem import _device_verdicts
+
+    rng = np.random.default_rng(5)
+    rejected = 0
+    for trial in range(60):
+        n, count = int(rng.integers(1, 300)), int(rng.integers(1, 30))
+        stack = L.uniform.matchbench_stack({"n": n, "cost_range": "n"}, {"seed": rng.integers(0, 2**32, count).tolist()},
+                                           count)
+        perms, us, vs = _answers(stack, rng, {})
+        for k in range(count):
+            how = rng.integers(0, 5)
+            i, j = rng.integers(0, n, 2)
+            if how == 1:  # an infeasible cell (and a wrong objective)
+                us[k, i] += int(stack.data[k, i, j]) - us[k, i] - vs[k, j] + 1
+            elif how == 2 and n > 1:
+                perms[k, [0, 1]] = perms[k, [1, 0]]
+            elif how == 3 and n > 1:
+                perms[k, 0] = perms[k, 1]
+            elif how == 4:  # feasible everywhere, slack broken on an assigned cell
+                us[k, i] -= 1
+        c = cp.asarray(stack.data)
+        args = (c, cp.asarray(perms), cp.asarray(us), cp.asarray(vs))
+        fused = _device_verdicts(*args)
+        plain = _device_verdicts(*args, fused=False)
+        assert np.array_equal(fused[0], plain[0]), trial
+        ok = fused[0]
+        assert np.array_equal(fused[1][ok], plain[1][ok]) and np.array_equal(fused[2][ok], plain[2][ok])
+        rejected += int((~ok).sum())
+    assert rejected > 100

@@ -244,14 +244,13 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
             shared[key] = value
     for key in per_instance:
         shared.pop(key, None)
-    total = (time.perf_counter() - t_start) / count
     n_edges = per_instance.get("n_edges", shared.get("n_edges"))
     parts = []
     for rep, instr, now, cols, verdicts, t_verify in calls:
         const = dict(shared)
         const.update(cols)
         const.update(repetition=rep, instrumented=instr, batch_size=count, timestamp=now,
-                     batch_id=batch.batch_id, t_total_s=total)
+                     batch_id=batch.batch_id)
         t_solve = const.get("t_solve_s")
         const["t_e2e_s"] = t_solve
         columns: dict[str, Any] = dict(per_instance)
@@ -268,6 +267,9 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
         shared_values = {k: v for k, v in columns.items() if _is_scalar(v)}
         shared_values.update((k, v) for k, v in const.items() if k not in columns)
         parts.append(CompactTable(pa.table(varying_cols), shared_values))
+    total = (time.perf_counter() - t_start) / count  # the rows' making included
+    for part in parts:
+        part.constants["t_total_s"] = total
     return parts
 
 

@@ -947,16 +947,31 @@ def _host(x: Any) -> np.ndarray:
     return x if isinstance(x, np.ndarray) else x.get()
 
 
-def _device_verdicts(costs: Any, perms: Any, u: Any, v: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+#: Largest |dual| the fused certificate of int32 costs takes (no int64 difference overflows).
+FUSED_DUAL_LIMIT = 2**61
+
+
+def _device_verdicts(
+    costs: Any, perms: Any, u: Any, v: Any, fused: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(good, objective, bound)`` on the host for answers to a ``(B, n, n)`` CuPy stack,
     certified on its GPU (call inside ``with costs.device``): the checks of
     :func:`~matchbench.families.lap.bulk.certify_stack` (a permutation, dual feasibility,
     complementary slackness), then primal == dual objective (exact int64 for integer
     costs, float64 within ``n * atol`` for float costs). ``perms`` int64, ``u`` and ``v``
-    the duals, all ``(B, n)`` CuPy arrays. Only ``good`` rows' numbers count."""
+    the duals, all ``(B, n)`` CuPy arrays. Only ``good`` rows' numbers count.
+
+    ``fused``: int32 costs with signed integer duals of at most :data:`FUSED_DUAL_LIMIT`
+    are checked by :func:`_fused_verdicts` (one pass over the costs, the same checks in
+    the same exact arithmetic); everything else by ``certify_stack``."""
     import cupy as cp
 
     from matchbench.families.lap.bulk import certify_stack
+
+    if fused and costs.dtype == np.int32 and u.dtype.kind == "i" and v.dtype.kind == "i":
+        got = _fused_verdicts(costs, perms, u, v)
+        if got is not None:
+            return got
 
     b_count, n = int(costs.shape[0]), int(costs.shape[1])
     good, _reasons = certify_stack(costs, perms, u, v)
@@ -973,6 +988,43 @@ def _device_verdicts(costs: Any, perms: Any, u: Any, v: Any) -> tuple[np.ndarray
         scale = cp.maximum(1.0, cp.abs(costs).reshape(b_count, -1).max(axis=1).astype(np.float64))
         good &= cp.abs(bound - primal) <= n * FLOAT_RTOL * scale + 1e-12 * scale * n
     return good.get(), primal.get().astype(np.float64), bound.get().astype(np.float64)
+
+
+def _fused_verdicts(costs: Any, perms: Any, u: Any, v: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`_device_verdicts` of int32 costs: dual feasibility of every cell in one pass
+    (``kernels/lap/lap_certify.cu``), the permutation, slack on the assigned cells and the
+    objectives on ``(B, n)`` arrays, all exact in int64. None where a dual exceeds
+    :data:`FUSED_DUAL_LIMIT` (``certify_stack`` then judges, and words the reason)."""
+    import cupy as cp
+
+    from matchbench.gpu.kernels import get_module
+
+    B, n = int(costs.shape[0]), int(costs.shape[1])
+    u64, v64 = u.astype(cp.int64), v.astype(cp.int64)
+    if bool((cp.abs(u64).max() > FUSED_DUAL_LIMIT) | (cp.abs(v64).max() > FUSED_DUAL_LIMIT)):
+        return None
+    a = perms.astype(cp.int64)
+    rows = cp.arange(n, dtype=cp.int64)
+    inside = ((a >= 0) & (a < n)).all(axis=1)
+    safe = cp.where(inside[:, None], a, rows[None, :])
+    good = inside & (cp.sort(safe, axis=1) == rows[None, :]).all(axis=1)
+    assigned = cp.take_along_axis(costs, safe[:, :, None], axis=2)[:, :, 0].astype(cp.int64)
+    good &= (assigned - u64 - cp.take_along_axis(v64, safe, axis=1) == 0).all(axis=1)  # slackness (8)
+    bad = cp.zeros(B, dtype=cp.int32)
+    threads = min(256, max(32, -(-n // 32) * 32))
+    kern = get_module("lap_certify").get_function("lap_dual_feasible_i32")
+    C = cp.ascontiguousarray(costs)
+    kern((B, -(-n // LAP_CERTIFY_ROWS)), (threads,),
+         (C, cp.ascontiguousarray(u64), cp.ascontiguousarray(v64), np.int64(B), np.int64(n), bad))
+    good &= bad == 0
+    primal = assigned.sum(axis=1)
+    bound = u64.sum(axis=1) + v64.sum(axis=1)
+    good &= primal == bound
+    return good.get(), primal.get().astype(np.float64), bound.get().astype(np.float64)
+
+
+#: Rows per block of ``lap_dual_feasible_i32`` (``LAP_CERTIFY_ROWS`` of the kernel).
+LAP_CERTIFY_ROWS = 8
 
 
 def _host_verdicts(
