@@ -15,7 +15,7 @@
 
 #define LAP_CERTIFY_ROWS 8
 
-extern "C" __global__ void lap_dual_feasible_i32(const int* __restrict__ C,
+extern "C" __global__ void lap_certify_dual_feasible_i32(const int* __restrict__ C,
                                                  const long long* __restrict__ u,
                                                  const long long* __restrict__ v,
                                                  long long B, long long n,

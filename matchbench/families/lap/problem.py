@@ -1012,7 +1012,7 @@ def _fused_verdicts(costs: Any, perms: Any, u: Any, v: Any) -> tuple[np.ndarray,
     good &= (assigned - u64 - cp.take_along_axis(v64, safe, axis=1) == 0).all(axis=1)  # slackness (8)
     bad = cp.zeros(B, dtype=cp.int32)
     threads = min(256, max(32, -(-n // 32) * 32))
-    kern = get_module("lap_certify").get_function("lap_dual_feasible_i32")
+    kern = get_module("lap_certify").get_function("lap_certify_dual_feasible_i32")
     C = cp.ascontiguousarray(costs)
     kern((B, -(-n // LAP_CERTIFY_ROWS)), (threads,),
          (C, cp.ascontiguousarray(u64), cp.ascontiguousarray(v64), np.int64(B), np.int64(n), bad))
@@ -1023,7 +1023,7 @@ def _fused_verdicts(costs: Any, perms: Any, u: Any, v: Any) -> tuple[np.ndarray,
     return good.get(), primal.get().astype(np.float64), bound.get().astype(np.float64)
 
 
-#: Rows per block of ``lap_dual_feasible_i32`` (``LAP_CERTIFY_ROWS`` of the kernel).
+#: Rows per block of ``lap_certify_dual_feasible_i32`` (``LAP_CERTIFY_ROWS`` of the kernel).
 LAP_CERTIFY_ROWS = 8
 
 
