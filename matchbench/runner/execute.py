@@ -172,6 +172,11 @@ class Progress:
         ``tabled``: the outcomes of the batch's rows that came as tables
         (:func:`_table_outcomes`), beside the dict ``rows``."""
         self.done += len(tasks)
+        if tabled is not None and not rows and not tabled.bad and len(tabled.ids) >= len(tasks):
+            # every instance's rows came as tables, all ok: no loop over the instances
+            self.status["ok"] += len(tasks)
+            self._line(tasks, tabled.first, [])
+            return
         by_task: dict[str, list[dict[str, Any]]] = {}
         for r in rows:
             by_task.setdefault(r.get("task_id"), []).append(r)
@@ -184,10 +189,15 @@ class Progress:
                 worse = [worst_of[t.task_id]]
             self.status[worse[0]["status"] if worse else ("ok" if mine or t.task_id in seen else "error")] += 1
             bad += worse[:1]
+        first = rows[0].get("instance", "?") if rows else (tabled.first if tabled is not None else "?")
+        self._line(tasks, first, bad)
+
+    def _line(self, tasks: list[Task], first: str, bad: list[dict[str, Any]]) -> None:
+        """The progress line after ``tasks`` (``first``: its first instance's name;
+        ``bad``: the first row that is not ``ok`` of each instance with one)."""
         worst = bad[0]["status"] if bad else "ok"
         counts = " ".join(f"{k}={v}" for k, v in sorted(self.status.items()))
         task = tasks[0]
-        first = rows[0].get("instance", "?") if rows else (tabled.first if tabled is not None else "?")
         what = first if len(tasks) == 1 else f"{len(tasks)} instances ({first}, ...)"
         name = f"{task.algorithm}[{task.variant}] {what}"
         elapsed = time.perf_counter() - self.start
@@ -502,11 +512,9 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
 
     from matchbench.runner.batch import batch_id, make_batches
     from matchbench.runner.cluster import (
-        SchedulerLost,
         cpu_workers,
         dashboard_line,
         gpu_workers,
-        scheduler_lost,
         task_resources,
         worker_count,
     )
@@ -575,6 +583,30 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
     for i, unit in enumerate(units):
         submit(unit, warm.get(i, []))
     queue = as_completed(list(futures))
+    with _plan_frozen():
+        _collect(queue, futures, tasks, progress, write, client, submit)
+    return len(units) if batch is not None else 0
+
+
+@contextlib.contextmanager
+def _plan_frozen() -> Iterator[None]:
+    """The plan's objects (a Task and its dicts per instance: millions in a large sweep)
+    out of the cycle collector's sight while the results come in (``gc.freeze``): its
+    full passes over them cost the client more than the batches' rows. Reference
+    counting still frees everything; what the sweep makes later is collected as usual."""
+    import gc
+
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _collect(queue, futures, tasks, progress, write, client, submit) -> None:
+    """:func:`_sweep`'s loop over the finished units: their rows written as they land."""
+    from matchbench.runner.cluster import SchedulerLost, scheduler_lost
+
     for fut in queue:
         name, ids, batched = futures.pop(fut)
         members = [tasks[tid] for tid in ids]
@@ -602,10 +634,11 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
                 progress.note(f"batch {name} ({members[0].algorithm}): {text}")
             tabled = _table_outcomes(tables)
             have = tabled.ids | {r.get("task_id") for r in rows}
-            for t in members:
-                if t.task_id not in have:
-                    rows.append(dict(error_row(task_base(t), "task produced no rows", status="error"),
-                                     batch_id=name))
+            if not have.issuperset(ids):  # (a C-level check: a batch of 10,000 has them all)
+                for t in members:
+                    if t.task_id not in have:
+                        rows.append(dict(error_row(task_base(t), "task produced no rows", status="error"),
+                                         batch_id=name))
             write(name, rows, ids, tables)
             progress.update_batch(members, rows, tabled)
         else:
@@ -615,7 +648,6 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
         # Done with it: a worker that dies later must not make the scheduler recompute
         # a result that is already on disk.
         fut.release()
-    return len(units) if batch is not None else 0
 
 
 def _status_counts(table: Any) -> dict[str, int]:
