@@ -455,16 +455,3 @@ def test_the_fused_certificate_gives_certify_stacks_verdicts():
         assert np.array_equal(fused[1][ok], plain[1][ok]) and np.array_equal(fused[2][ok], plain[2][ok])
         rejected += int((~ok).sum())
     assert rejected > 100
-
-
-@pytest.mark.slow
-def test_batches_go_in_as_earlier_ones_finish_and_every_row_lands(tmp_path, monkeypatch):
-    import matchbench.runner.execute as E
-
-    monkeypatch.setattr(E, "BATCHES_AHEAD", 1)  # 4 in flight: 15 batches go in as others finish
-    dataset = {**LAPS, "count": 30}
-    log = io.StringIO()
-    out = execute([build_plan(_cfg(tmp_path, SCIPY, dataset, id="w", batch=2, reps=1))], stream=log)
-    rows = read_results(out["dir"])
-    assert out["batches"] == 15 and out["rows"] == {"ok": 30} and "[30/30]" in log.getvalue()
-    assert rows.task_id.nunique() == 30 and rows.batch_id.nunique() == 15 and rows.verified.all()

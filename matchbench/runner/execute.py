@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import errno
 import logging
@@ -581,28 +580,12 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
         futures[fut] = unit
         return fut
 
-    # Batches go in as earlier ones finish, a few per worker ahead, not all at once:
-    # packing and shipping a million instances' batches took the client seconds before
-    # its first row was written, while the rows of finished batches waited.
-    waiting = collections.deque(enumerate(units))
-    ahead = len(units) if batch is None else max(4, BATCHES_AHEAD * max(1, n_workers))
-
-    def feed() -> Any | None:
-        if not waiting:
-            return None
-        i, unit = waiting.popleft()
-        return submit(unit, warm.get(i, []))
-
-    for _ in range(ahead):
-        feed()
+    for i, unit in enumerate(units):
+        submit(unit, warm.get(i, []))
     queue = as_completed(list(futures))
     with _plan_frozen():
-        _collect(queue, futures, tasks, progress, write, client, submit, feed)
+        _collect(queue, futures, tasks, progress, write, client, submit)
     return len(units) if batch is not None else 0
-
-
-#: Batches submitted per worker ahead of those that finished (``run.batch``).
-BATCHES_AHEAD = 3
 
 
 @contextlib.contextmanager
@@ -620,15 +603,11 @@ def _plan_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _collect(queue, futures, tasks, progress, write, client, submit, feed=None) -> None:
-    """:func:`_sweep`'s loop over the finished units: their rows written as they land;
-    ``feed()`` submits the next unit (None when none is left) as each one finishes."""
+def _collect(queue, futures, tasks, progress, write, client, submit) -> None:
+    """:func:`_sweep`'s loop over the finished units: their rows written as they land."""
     from matchbench.runner.cluster import SchedulerLost, scheduler_lost
 
     for fut in queue:
-        nxt = feed() if feed is not None else None
-        if nxt is not None:
-            queue.add(nxt)
         name, ids, batched = futures.pop(fut)
         members = [tasks[tid] for tid in ids]
         try:
