@@ -455,3 +455,43 @@ def test_the_fused_certificate_gives_certify_stacks_verdicts():
         assert np.array_equal(fused[1][ok], plain[1][ok]) and np.array_equal(fused[2][ok], plain[2][ok])
         rejected += int((~ok).sum())
     assert rejected > 100
+
+
+def test_writes_on_their_own_thread_keep_order_and_raise_the_first_error_in_the_caller():
+    import errno
+    import threading
+    import time
+
+    from matchbench.runner.execute import _Writes
+
+    done, threads = [], set()
+
+    def write(name, rows=None):
+        threads.add(threading.current_thread().name)
+        if name == "bad":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        time.sleep(0.01)
+        done.append(name)
+
+    w = _Writes(write)
+    for k in range(5):
+        w(f"b{k}", [])
+    w.close()
+    assert done == [f"b{k}" for k in range(5)] and threads == {"matchbench-writer"}
+
+    done.clear()
+    w = _Writes(write)
+    w("b0")
+    w("bad")
+    with pytest.raises(OSError, match="No space left"):
+        for k in range(1, 10):  # raised at a later call, in this thread
+            w(f"b{k}")
+            time.sleep(0.02)
+    w.close(quiet=True)
+    assert done == ["b0"]  # nothing after the failed write
+
+    done.clear()
+    w = _Writes(write)
+    w("bad")
+    with pytest.raises(OSError):
+        w.close()

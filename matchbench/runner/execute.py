@@ -603,8 +603,68 @@ def _plan_frozen() -> Iterator[None]:
         gc.unfreeze()
 
 
+class _Writes:
+    """``write(...)`` calls made in order on a thread of their own, so that the client
+    takes in the next results while Parquet is written (pyarrow writes without the GIL;
+    a batch of 10,000 rows took about 27 ms of the client's 46 on an H100's host).
+
+    At most ``depth`` calls wait. The first exception of a write (a full disk) is raised
+    in the caller's thread, at its next call or at :meth:`close`, and nothing after it is
+    written; :meth:`close` waits for every earlier write, also when the caller is on its
+    way out with an exception of its own (an interrupt): what was handed over is on disk
+    before the sweep says what it kept.
+    """
+
+    def __init__(self, write: Any, depth: int = 2) -> None:
+        import queue as queue_mod
+        import threading
+
+        self._write, self._error, self._failed = write, None, False
+        self._queue: Any = queue_mod.Queue(maxsize=depth)
+        self._thread = threading.Thread(target=self._run, name="matchbench-writer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if not self._failed:
+                try:
+                    self._write(*item)
+                except BaseException as exc:  # raised again in the caller's thread
+                    self._error, self._failed = exc, True
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def __call__(self, *args: Any) -> None:
+        self._raise()
+        self._queue.put(args)
+
+    def close(self, quiet: bool = False) -> None:
+        """Wait for the writes handed over; raise the first error unless ``quiet``."""
+        self._queue.put(None)
+        self._thread.join()
+        if not quiet:
+            self._raise()
+
+
 def _collect(queue, futures, tasks, progress, write, client, submit) -> None:
-    """:func:`_sweep`'s loop over the finished units: their rows written as they land."""
+    """:func:`_sweep`'s loop over the finished units: their rows written as they land,
+    on a thread of their own (:class:`_Writes`)."""
+    writes = _Writes(write)
+    try:
+        _collect_into(queue, futures, tasks, progress, writes, client, submit)
+    except BaseException:
+        writes.close(quiet=True)
+        raise
+    writes.close()
+
+
+def _collect_into(queue, futures, tasks, progress, write, client, submit) -> None:
     from matchbench.runner.cluster import SchedulerLost, scheduler_lost
 
     for fut in queue:
