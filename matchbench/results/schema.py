@@ -168,18 +168,6 @@ COLUMNS = tuple(SCHEMA.names)
 KEY_COLUMNS = ("problem", "algorithm", "variant", "init", "instance", "gpu_model")
 
 
-#: ``json.dumps(value, sort_keys=True, default=str)``'s encoder, made once: ``dumps`` with
-#: options builds a new one per call, which a batch pays per instance.
-_ENCODER = json.JSONEncoder(sort_keys=True, default=str)
-
-
-def to_json(value: Any) -> str:
-    """Canonical JSON (sorted keys) for the ``*_json`` columns.
-
-    >>> to_json({"b": 1, "a": [1.5, None]})
-    '{"a": [1.5, null], "b": 1}'
-    """
-    return _ENCODER.encode(value)
 
 
 def table_from_rows(rows: list[dict[str, Any]]) -> pa.Table:

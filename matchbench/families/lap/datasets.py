@@ -294,7 +294,7 @@ def _params_json(params: dict[str, Any], key: str, values: list[Any]) -> list[st
     """``to_json(dict(params, key=value))`` for each of ``values``, by splitting the
     JSON of the template once (a ``json.dumps`` per instance costs a batch of 10,000
     small LAPs about 20 ms)."""
-    from matchbench.results.schema import to_json
+    from matchbench.core.canonical import to_json
 
     mark = 7_777_777_777_777_777_777
     head, tail = to_json(dict(params, **{key: mark})).split(str(mark))
