@@ -78,6 +78,16 @@ __device__ __forceinline__ unsigned long long pcg_output(u128 s) {
   return (x >> rot) | (x << ((64u - rot) & 63u));
 }
 
+// The seeded state of PCG64 from four SeedSequence words w, and its increment *inc
+// (pcg_setseq_128_srandom_r): inc = (initseq << 1) | 1; s = 0 * MULT + inc;
+// s += initstate; s = s * MULT + inc.
+__device__ __forceinline__ u128 pcg_seeded(const unsigned long long* w, u128* inc) {
+  const u128 initstate = {w[0], w[1]}, initseq = {w[2], w[3]};
+  inc->hi = (initseq.hi << 1) | (initseq.lo >> 63);
+  inc->lo = (initseq.lo << 1) | 1ull;
+  u128 s = add128(*inc, initstate);
+  return add128(mul128(s, pcg_mult()), *inc);
+}
 // words: B x 4 SeedSequence words per instance (draw_gpu.seed_words); out: B x P int32;
 // flags: B ints, set to 1 where a draw was rejected (the instance must be drawn again on
 // the host). hi: the inclusive upper end, 0 < hi < 2^31.
@@ -88,14 +98,8 @@ extern "C" __global__ void lap_draw_uniform_i32(const unsigned long long* __rest
   const unsigned int threshold = (0xFFFFFFFFu - hi) % range;  // (2^32 - 1 - rng) mod r
   const long long Q = (P + 1) / 2;
   for (long long b = blockIdx.x; b < B; b += gridDim.x) {
-    const unsigned long long* w = words + 4 * b;
-    u128 initstate = {w[0], w[1]}, initseq = {w[2], w[3]};
     u128 inc;
-    inc.hi = (initseq.hi << 1) | (initseq.lo >> 63);
-    inc.lo = (initseq.lo << 1) | 1ull;
-    // seeding: s = 0 * MULT + inc; s += initstate; s = s * MULT + inc
-    u128 s = add128(inc, initstate);
-    s = add128(mul128(s, pcg_mult()), inc);
+    const u128 s = pcg_seeded(words + 4 * b, &inc);
     u128 m_first, p_first, m_step, p_step;
     pcg_jump((unsigned long long)threadIdx.x + 1ull, inc, &m_first, &p_first);
     pcg_jump((unsigned long long)blockDim.x, inc, &m_step, &p_step);
@@ -131,13 +135,8 @@ extern "C" __global__ void lap_draw_raw_u32(const unsigned long long* __restrict
                                             long long J, unsigned int* __restrict__ out) {
   const long long Q = (J + 1) / 2;
   for (long long f = blockIdx.x; f < F; f += gridDim.x) {
-    const unsigned long long* w = words + 4 * idx[f];
-    u128 initstate = {w[0], w[1]}, initseq = {w[2], w[3]};
     u128 inc;
-    inc.hi = (initseq.hi << 1) | (initseq.lo >> 63);
-    inc.lo = (initseq.lo << 1) | 1ull;
-    u128 s = add128(inc, initstate);
-    s = add128(mul128(s, pcg_mult()), inc);
+    const u128 s = pcg_seeded(words + 4 * idx[f], &inc);
     u128 m_first, p_first, m_step, p_step;
     pcg_jump((unsigned long long)threadIdx.x + 1ull, inc, &m_first, &p_first);
     pcg_jump((unsigned long long)blockDim.x, inc, &m_step, &p_step);

@@ -67,6 +67,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from matchbench.core.canonical import to_json  # noqa: F401 - re-exported: the results' JSON form
+
 SCHEMA_VERSION = 7
 
 #: ``status`` values: ok, wrong (an answer its certificate rejects: ``verified`` false,

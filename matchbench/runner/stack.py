@@ -138,9 +138,9 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
         _now,
         _Ready,
         _schedule,
-        _sync,
         format_exception,
         task_base,
+        timed_steps,
     )
 
     count = len(batch)
@@ -195,15 +195,9 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
             if gpu:
                 pool.free_all_blocks()
             tell("start", rep)
-            t0 = time.perf_counter()
-            solver.prepare_stack(stack)
-            _sync(gpu)
-            t1 = time.perf_counter()
-            solver.run()
-            _sync(gpu)
-            t2 = time.perf_counter()
-            answers = solver.result_stack()
-            t3 = time.perf_counter()
+            answers, (t0, t1, t2, t3) = timed_steps(
+                lambda: solver.prepare_stack(stack), solver.run, solver.result_stack, gpu
+            )
             if rep < 0:
                 continue
             now = _now()

@@ -328,15 +328,23 @@ def _schedule(task: Task, solver: Any) -> list[tuple[int, bool]]:
 def _timed_call(solver: Any, ready: _Ready, gpu: bool) -> tuple[Any, tuple[float, float, float, float]]:
     """One repetition: ``prepare``, ``run``, ``result``; the answer and the host clock
     before, between and after them (the device synchronized before each reading)."""
+    return timed_steps(lambda: solver.prepare(ready.instance, ready.init), solver.run, solver.result, gpu)
+
+
+def timed_steps(
+    prepare: Callable[[], Any], run: Callable[[], Any], result: Callable[[], Any], gpu: bool
+) -> tuple[Any, tuple[float, float, float, float]]:
+    """``prepare()``, ``run()``, ``result()`` in turn: ``result()``'s value and the host
+    clock before, between and after them (the device synchronized before each reading)."""
     t0 = time.perf_counter()
-    solver.prepare(ready.instance, ready.init)
+    prepare()
     _sync(gpu)
     t1 = time.perf_counter()
-    solver.run()
+    run()
     _sync(gpu)
     t2 = time.perf_counter()
-    solution = solver.result()
-    return solution, (t0, t1, t2, time.perf_counter())
+    answer = result()
+    return answer, (t0, t1, t2, time.perf_counter())
 
 
 def _sync(gpu: bool) -> None:
