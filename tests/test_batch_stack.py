@@ -495,3 +495,19 @@ def test_writes_on_their_own_thread_keep_order_and_raise_the_first_error_in_the_
     w("bad")
     with pytest.raises(OSError):
         w.close()
+
+
+def test_an_error_in_making_a_stacks_rows_runs_the_batch_one_by_one(tmp_path, monkeypatch):
+    import matchbench.runner.stack as S
+
+    def broken(*a, **k):
+        raise TypeError("planted error of the rows")
+
+    monkeypatch.setattr(S, "_verdict_columns", broken)
+    batch = _batch(tmp_path)
+    tables, _, notes = _stacked(batch)
+    assert tables is None and "planted error of the rows" in notes[0]
+    out: list = []
+    rows, notes = execute_batch(batch, tables=out)
+    got = rows + pa.concat_tables(_whole(out)).to_pylist()
+    assert len(got) == 14 and all(r["status"] == "ok" and r["verified"] for r in got)

@@ -109,8 +109,9 @@ def stack_batch(
     tell("joint", list(range(count)))
     try:
         parts = _stack_table(batch, first, template, varying, hook, solver, problem, tell)
-    except _Declined as why:
-        if notes is not None and str(why):
+    except Exception as exc:  # _Declined, or an error of this path itself (the rows' making)
+        why = str(exc) if isinstance(exc, _Declined) else f"{type(exc).__name__}: {str(exc)[:300]}"
+        if notes is not None and why:
             notes.append(f"the batch did not run as one stack ({why}); its instances ran one by one")
             tell("note", notes[-1])
         return None
