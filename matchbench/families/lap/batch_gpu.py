@@ -584,15 +584,9 @@ class HungarianBatchGPU(BaseSolver):
         held = self._batch
         if held is None or held.instances is not stack:
             self._batch = None
-            B, n = int(costs.shape[0]), int(costs.shape[1])
-            tpb = self.params["threads_per_block"] or small_batch_threads(n, B, _sm_count()) or 0
-            (g,) = plan_groups([(n, np.dtype(costs.dtype))], threads_per_block=tpb,
-                               smem_cost_bytes=self.params["smem_cost_bytes"], smem_limit=_smem_limit())
-            g.members, g.ns = list(range(B)), [n] * B
-            k = np.arange(B, dtype=np.int64)
-            meta = np.stack([k * (n * n), k * n, np.full(B, n, dtype=np.int64)], axis=1)
+            g, meta, dev = stack_launch(costs, self.params["threads_per_block"], self.params["smem_cost_bytes"])
             b = _Batch(stack, [g])  # type: ignore[arg-type]
-            b.dev.append(device_launch(g, cp.ascontiguousarray(cp.asarray(costs)).reshape(-1), meta))
+            b.dev.append(dev)
             b.meta_host.append(meta)
             self._batch = b
         self._timer = EventTimer()
@@ -754,30 +748,39 @@ def solve_stack(
         For a stack that is not (B, n, n) with B, n >= 1, a dtype the kernel has no entry
         for, or an n whose block state exceeds this GPU's shared memory.
     """
-    import cupy as cp
 
     if costs.ndim != 3 or costs.shape[1] != costs.shape[2]:
         raise ValueError(f"solve_stack: expected a (B, n, n) stack, got shape {costs.shape}")
     B, n = int(costs.shape[0]), int(costs.shape[1])
     if B < 1:
         raise ValueError("solve_stack: the stack is empty (B = 0)")
-    # one size, one dtype: one launch, planned once for the shape (nothing per problem)
-    tpb = threads_per_block or small_batch_threads(n, B, _sm_count()) or 0
-    (g,) = plan_groups([(n, costs.dtype)], threads_per_block=tpb,
-                       smem_cost_bytes=smem_cost_bytes, smem_limit=_smem_limit())
-    # member q is instance q, so meta's offsets are k*n*n and k*n (group_meta's rows)
-    g.members = list(range(B))
-    g.ns = [n] * B
-    k = np.arange(B, dtype=np.int64)
-    meta = np.stack([k * (n * n), k * n, np.full(B, n, dtype=np.int64)], axis=1)
-    flat = cp.ascontiguousarray(costs).reshape(-1)
-    dev = device_launch(g, flat, meta)
+    g, meta, dev = stack_launch(costs, threads_per_block, smem_cost_bytes)
     launch(g, dev)
     if check:
         check_stats(g, dev["stats"].get(), "solve_stack")
     return StackAnswer(
         dev["r2c"].reshape(B, n), dev["u"].reshape(B, n), dev["v"].reshape(B, n), dev["stats"]
     )
+
+
+def stack_launch(costs: Any, threads_per_block: int, smem_cost_bytes: int) -> tuple[Group, np.ndarray, dict[str, Any]]:
+    """The one launch of a ``(B, n, n)`` stack on the device: its group, planned once for
+    the shape (nothing per problem; ``threads_per_block`` 0: :func:`small_batch_threads`,
+    else :func:`auto_threads`), its meta rows and :func:`device_launch`'s arrays, the
+    costs used in place (uploaded first where they are on the host)."""
+    import cupy as cp
+
+    B, n = int(costs.shape[0]), int(costs.shape[1])
+    tpb = threads_per_block or small_batch_threads(n, B, _sm_count()) or 0
+    (g,) = plan_groups([(n, np.dtype(costs.dtype))], threads_per_block=tpb,
+                       smem_cost_bytes=smem_cost_bytes, smem_limit=_smem_limit())
+    # member q is instance q, so meta's offsets are k*n*n and k*n (group_meta's rows)
+    g.members = list(range(B))
+    g.ns = [n] * B
+    k = np.arange(B, dtype=np.int64)
+    meta = np.stack([k * (n * n), k * n, np.full(B, n, dtype=np.int64)], axis=1)
+    flat = cp.ascontiguousarray(cp.asarray(costs)).reshape(-1)
+    return g, meta, device_launch(g, flat, meta)
 
 
 def batch_skip(instance: Any, estimate: Any) -> tuple[bool, str | None]:
