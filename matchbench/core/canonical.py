@@ -21,3 +21,17 @@ def to_json(value: Any) -> str:
     '{"a": [1.5, null], "b": 1}'
     """
     return _ENCODER.encode(value)
+
+
+def to_json_each(params: dict[str, Any], key: str, values: list[Any]) -> list[str]:
+    """``to_json(dict(params, key=value))`` for each of ``values``, by splitting the
+    JSON of the template once: the ``instance_params`` of a batch's instances, which
+    differ in one key (a ``json.dumps`` per instance costs a batch of 10,000 small
+    instances about 20 ms).
+
+    >>> to_json_each({"n": 4, "seed": 0}, "seed", [1, 2])
+    ['{"n": 4, "seed": 1}', '{"n": 4, "seed": 2}']
+    """
+    mark = 7_777_777_777_777_777_777
+    head, tail = to_json(dict(params, **{key: mark})).split(str(mark))
+    return [f"{head}{v}{tail}" if type(v) is int else f"{head}{to_json(v)}{tail}" for v in values]

@@ -113,6 +113,12 @@ class Problem:
     def initial_objective(self, init: Any) -> float | None:
         return None
 
+    def initial_objectives(self, init: Any) -> Any | None:
+        """The initial objective of each instance of a stack, from its initializer's
+        ``initialize_stack`` answers (an array of one value per instance; None: not
+        known, the ``objective_init`` column stays null)."""
+        return None
+
     def verify(self, instance: Any, solution: Any) -> Verification:
         raise NotImplementedError
 

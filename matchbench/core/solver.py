@@ -272,3 +272,14 @@ class BaseInitializer:
 
     def __call__(self, instance: Any) -> Any:
         raise NotImplementedError(f"{self.name} runs on the device, inside the solver")
+
+    #: A CPU initializer with ``stackable = True`` also starts a whole batch at once:
+    #: ``initialize_stack(data)`` takes an :class:`~matchbench.core.stack.InstanceStack`'s
+    #: ``data`` and returns the initial answers of all its instances in the family's stack
+    #: form (each equal to the initializer's answer alone), from which the family's
+    #: :meth:`~matchbench.core.problem.Problem.initial_objectives` reads each instance's
+    #: initial objective.
+    stackable: ClassVar[bool] = False
+
+    def initialize_stack(self, data: Any) -> Any:
+        raise NotImplementedError(f"{self.name}: no initial answers of a whole stack")

@@ -478,6 +478,106 @@ def _rgg_graphs(
         )
 
 
+#: Points of one chunk of :func:`rgg_stack` (the unit of work of a host thread).
+RGG_STACK_POINTS = 1 << 16
+
+
+def rgg_stack(
+    scales: list[Any], seeds: list[Any], radius_factors: list[Any], threads: int | None = None
+) -> Any:
+    """:func:`rgg` for each ``(scales[k], seeds[k], radius_factors[k])``, as one
+    :class:`~matchbench.graphs.stack.GraphStack` (a batch's graphs without an object each).
+
+    Graph ``k`` is ``rgg(scales[k], seeds[k], radius_factors[k])`` array for array (its
+    four CSR arrays, ``name``, ``family`` and ``params``), made as :func:`rgg_bulk` makes
+    it, with two differences: the points are drawn in compiled code
+    (:func:`~matchbench.graphs.rgg_numba.draw_points`, NumPy's PCG64 from the seeds' words
+    of :func:`~matchbench.core.seeds.seed_words`: no ``Generator`` per graph), and the
+    chunks of consecutive graphs (:data:`RGG_STACK_POINTS` points) are made on up to
+    ``threads`` host threads (default: every core of the process). A graph that
+    :func:`rgg_bulk` leaves to :func:`rgg` (more than :data:`RGG_BULK_POINTS` points, a
+    point's key rounded into the next strip) is made by :func:`rgg` here too.
+
+    Raises
+    ------
+    DatasetError
+        Naming ``rgg``, for arguments :func:`rgg` refuses; all are checked first.
+    """
+    from matchbench.core.seeds import seed_words
+    from matchbench.graphs.rgg_numba import draw_points, rgg_csr_chunk, work_space
+    from matchbench.graphs.stack import GraphStack, StackChunk, chunk_of, map_chunks
+
+    count = len(scales)
+    if len(seeds) != count or len(radius_factors) != count:
+        raise ValueError("rgg_stack: scales, seeds and radius_factors differ in length")
+    checked: dict[tuple[Any, Any, Any], tuple[int, int, float, float]] = {}
+    args = []
+    for key in zip(scales, seeds, radius_factors, strict=True):
+        a = checked.get(key)
+        if a is None or type(key[1]) is not int:
+            a = _rgg_args(*key)
+            if type(key[1]) is int and type(key[0]) is int:
+                checked[key] = a
+        args.append(a)
+    sc = np.array([a[0] for a in args], dtype=np.int64)
+    n = np.left_shift(1, sc)
+    radii = np.array([a[3] for a in args], dtype=np.float64)
+    words = seed_words([a[1] for a in args])
+    # chunks of consecutive graphs, a large graph alone
+    cuts = [0]
+    points = 0
+    for k in range(count):
+        if k > cuts[-1] and (points + n[k] > RGG_STACK_POINTS or n[k] > RGG_BULK_POINTS):
+            cuts.append(k)
+            points = 0
+        points += int(n[k])
+        if n[k] > RGG_BULK_POINTS and k + 1 < count:
+            cuts.append(k + 1)
+            points = 0
+    if cuts[-1] != count:
+        cuts.append(count)
+
+    def alone(k: int) -> BipartiteGraph:
+        return rgg(*args[k][:3])
+
+    def make(span: tuple[int, int]) -> StackChunk:
+        lo, hi = span
+        if hi - lo == 1 and n[lo] > RGG_BULK_POINTS:
+            return chunk_of(lo, [alone(lo)])
+        offsets = np.zeros(hi - lo + 1, dtype=np.int64)
+        np.cumsum(n[lo:hi], out=offsets[1:])
+        xy = np.empty((int(offsets[-1]), 2))
+        draw_points(words[lo:hi], offsets, xy)
+        out, at, ok, _ = rgg_csr_chunk(xy, offsets, radii[lo:hi], work_space(int(offsets[-1])))
+        nv = n[lo:hi]
+        m = ((at[1:] - at[:-1]) - 2 * (nv + 1)) // 2
+        table = np.empty((hi - lo, 8), dtype=np.int64)
+        table[:, 0] = table[:, 1] = nv
+        table[:, 2] = at[:-1]
+        table[:, 3] = at[:-1] + nv + 1
+        table[:, 4] = table[:, 7] = m
+        table[:, 5] = table[:, 3] + m
+        table[:, 6] = table[:, 5] + nv + 1
+        if ok.all():
+            return StackChunk(lo, out, table)
+        b = out
+        graphs = [
+            BipartiteGraph(int(nv[q]), int(nv[q]), b[t[2] : t[3]], b[t[3] : t[5]], b[t[5] : t[6]],
+                           b[t[6] : t[6] + t[7]]) if ok[q] else alone(lo + q)
+            for q, t in enumerate(table.tolist())
+        ]
+        return chunk_of(lo, graphs)
+
+    chunks = map_chunks(make, list(zip(cuts[:-1], cuts[1:], strict=True)),
+                        host_cores() if threads is None else int(threads))
+    names = [f"rgg_n_2_{a[0]}_s{a[1]}" for a in args]
+
+    def params(k: int) -> dict[str, Any]:
+        return _rgg_params(*args[k])
+
+    return GraphStack(chunks, names, ["rgg"] * count, params)
+
+
 def _grid_edges(h: int, w: int) -> tuple[np.ndarray, np.ndarray]:
     """4-neighbour edges of an h x w grid numbered row by row: horizontal ones first."""
     ids = np.arange(h * w, dtype=np.int64).reshape(h, w)

@@ -22,9 +22,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.extending import intrinsic
 
-__all__ = ["rgg_csr_chunk", "strip_order", "work_space"]
+__all__ = ["draw_points", "rgg_csr_chunk", "strip_order", "work_space"]
 
 _U = np.uint64
 
@@ -425,3 +427,66 @@ def work_space(points: int) -> tuple[np.ndarray, np.ndarray]:
     """A work space for :func:`rgg_csr_chunk`, for chunks of up to ``points`` points
     (it grows as needed)."""
     return np.empty(4 * points + 1024, dtype=np.uint32), np.empty(points + 1, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# NumPy's draw of the points, in compiled code (rgg_stack: no Generator per graph)
+# ---------------------------------------------------------------------------------------
+
+_M32 = np.uint64(0xFFFFFFFF)
+#: PCG_DEFAULT_MULTIPLIER_128 of NumPy's ``pcg64.h``, high and low words.
+_MULT_HI = np.uint64(2549297995355413924)
+_MULT_LO = np.uint64(4865540595714422341)
+
+
+@intrinsic
+def _mulhi64(typingctx, a, b):
+    """The high 64 bits of the 128-bit product of two uint64 (one multiply on x86-64 and
+    arm64; numba has no 128-bit integer)."""
+    sig = types.uint64(types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        wide = ir.IntType(128)
+        product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        return builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _step(s_hi, s_lo, inc_hi, inc_lo):
+    """One step of PCG64's 128-bit LCG: ``s * MULT + inc`` (mod 2**128)."""
+    hi = _mulhi64(s_lo, _MULT_LO) + s_lo * _MULT_HI + s_hi * _MULT_LO
+    lo = s_lo * _MULT_LO
+    lo2 = lo + inc_lo
+    hi = hi + inc_hi + (np.uint64(1) if lo2 < lo else np.uint64(0))
+    return hi, lo2
+
+
+@njit(cache=True, nogil=True)
+def draw_points(words, offsets, xy):
+    """``xy[offsets[g]:offsets[g + 1]]`` = ``numpy.random.default_rng(seed).random((n,
+    2))`` of graph ``g``, from its seed's four SeedSequence words ``words[g]``
+    (:func:`matchbench.core.seeds.seed_words`), value for value.
+
+    PCG64 as NumPy seeds and steps it (``pcg64.h``, O'Neill 2014): ``inc = (initseq <<
+    1) | 1``, ``s = inc``, ``s += initstate``, ``s = s * MULT + inc``; each draw steps
+    ``s`` and outputs XSL-RR of the new state (the xor of its halves rotated right by its
+    top six bits); a double is ``(output >> 11) * 2**-53`` (``next_double``). The kernel
+    ``kernels/lap/lap_draw.cu`` seeds and steps the same generator on the GPU.
+    """
+    one = np.uint64(1)
+    scale = 1.0 / 9007199254740992.0
+    for g in range(offsets.shape[0] - 1):
+        inc_hi = (words[g, 2] << one) | (words[g, 3] >> np.uint64(63))
+        inc_lo = (words[g, 3] << one) | one
+        s_lo = inc_lo + words[g, 1]
+        s_hi = inc_hi + words[g, 0] + (one if s_lo < inc_lo else np.uint64(0))
+        s_hi, s_lo = _step(s_hi, s_lo, inc_hi, inc_lo)
+        flat = xy[offsets[g] : offsets[g + 1]].reshape(-1)
+        for t in range(flat.shape[0]):
+            s_hi, s_lo = _step(s_hi, s_lo, inc_hi, inc_lo)
+            x = s_hi ^ s_lo
+            rot = s_hi >> np.uint64(58)
+            out = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+            flat[t] = np.float64(out >> np.uint64(11)) * scale

@@ -14,9 +14,12 @@ The rows are those of :func:`~matchbench.runner.task.columnar_batch` for the sam
 ``1/B`` per instance, ``batch_size = B``, the certificate's verdict per instance
 (``status`` ``wrong`` with the certificate's reason where it rejects an answer),
 ``t_load_s`` and ``t_verify_s`` as shares of the bulk calls and ``t_total_s`` as the
-instance's share of the whole. No initializer runs (the path is not taken for a task
-with one, or for a family whose own initializer must run per instance), so ``t_init_s``
-is null, as is ``init``.
+instance's share of the whole. An ``init`` runs once for the whole stack where the
+initializer is ``stackable`` (its ``initialize_stack``, each answer equal to its own
+call's; ``t_init_s`` its share, ``objective_init`` per instance); with another
+initializer, or none where the family's own initializer would run per instance, the
+batch runs instance by instance. A solver that starts from no initializer leaves
+``t_init_s`` null.
 
 ``MATCHBENCH_NO_STACK=1`` in the workers' environment switches the path off.
 Where anything is missing or fails before a row is made (no hook, a solver that is not
@@ -87,7 +90,7 @@ def stack_batch(
     if any(k in varying for k in _RUNNER_KEYS):
         return None
     first = batch.first
-    if first.init_cfg or first.instrumented:
+    if first.instrumented:
         return None
     hook = stack_hook(template)
     if hook is None:
@@ -103,12 +106,20 @@ def stack_batch(
         return None
     if not getattr(solver, "stackable", False) or not getattr(problem, "stack_certificate", False):
         return None
-    if type(problem).initialize is not Problem.initialize:  # a family initializer runs per instance
+    initializer = None
+    if first.init_cfg:
+        try:
+            initializer = new_solver(first.init_cfg)
+        except Exception:  # each instance's own run records the error
+            return None
+        if initializer.device == "gpu" or not getattr(initializer, "stackable", False):
+            return None
+    elif type(problem).initialize is not Problem.initialize:  # a family initializer runs per instance
         return None
 
     tell("joint", list(range(count)))
     try:
-        parts = _stack_table(batch, first, template, varying, hook, solver, problem, tell)
+        parts = _stack_table(batch, first, template, varying, hook, solver, problem, initializer, tell)
     except Exception as exc:  # _Declined, or an error of this path itself (the rows' making)
         why = str(exc) if isinstance(exc, _Declined) else f"{type(exc).__name__}: {str(exc)[:300]}"
         if notes is not None and why:
@@ -125,7 +136,8 @@ class _Declined(Exception):
 
 
 def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: dict[str, list[Any]],
-                 hook: Any, solver: Any, problem: Any, tell: Callable[[str, Any], None]) -> list[CompactTable]:
+                 hook: Any, solver: Any, problem: Any, initializer: Any,
+                 tell: Callable[[str, Any], None]) -> list[CompactTable]:
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -139,6 +151,8 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
         _now,
         _Ready,
         _schedule,
+        _warm_initializers,
+        e2e_seconds,
         format_exception,
         task_base,
         timed_steps,
@@ -189,6 +203,28 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
     if skip:  # each instance's own skip() gives its row
         raise _Declined("")
 
+    init, init_objectives = None, None
+    if initializer is not None:
+        try:
+            warm_key = f"stack:{first.problem}:{initializer.label()}"
+            if warm_key not in _warm_initializers:
+                # The first call of a process compiles (numba JIT); keep that out of t_init_s.
+                initializer.initialize_stack(stack.data)
+                _warm_initializers.add(warm_key)
+            t0 = time.perf_counter()
+            init = initializer.initialize_stack(stack.data)
+            base["t_init_s"] = (time.perf_counter() - t0) / count
+            base["init"] = initializer.label()
+            init_objectives = problem.initial_objectives(init)
+        except Exception as exc:  # one by one, each instance's initializer says it
+            raise _Declined(f"initializer: {format_exception(exc)}") from None
+
+    def prepare() -> None:
+        if init is None:
+            solver.prepare_stack(stack)
+        else:
+            solver.prepare_stack(stack, init)
+
     ready = _Ready(first, base, None, problem, solver, None, gpu, pool)
     calls: list[tuple[int, bool, Any, dict[str, Any], Any, float]] = []
     try:
@@ -196,9 +232,7 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
             if gpu:
                 pool.free_all_blocks()
             tell("start", rep)
-            answers, (t0, t1, t2, t3) = timed_steps(
-                lambda: solver.prepare_stack(stack), solver.run, solver.result_stack, gpu
-            )
+            answers, (t0, t1, t2, t3) = timed_steps(prepare, solver.run, solver.result_stack, gpu)
             if rep < 0:
                 continue
             now = _now()
@@ -230,6 +264,8 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
     per_instance["dataset_seed"] = (
         pa.array(seeds, type=SCHEMA.field("dataset_seed").type) if seeds is not None else template.get("seed")
     )
+    if init_objectives is not None:
+        per_instance["objective_init"] = pa.array(np.asarray(init_objectives, dtype=np.float64))
     shared: dict[str, Any] = dict(base)
     for key, value in stack.columns.items():
         if isinstance(value, list | tuple | np.ndarray | pa.Array):
@@ -247,7 +283,7 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
         const.update(repetition=rep, instrumented=instr, batch_size=count, timestamp=now,
                      batch_id=batch.batch_id)
         t_solve = const.get("t_solve_s")
-        const["t_e2e_s"] = t_solve
+        const["t_e2e_s"] = e2e_seconds(const.get("t_init_s"), t_solve)
         columns: dict[str, Any] = dict(per_instance)
         if n_edges is not None and t_solve is not None and t_solve > 0:
             if isinstance(n_edges, pa.Array):

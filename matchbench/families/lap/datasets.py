@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from matchbench.core import limits
+from matchbench.core.canonical import to_json_each
 from matchbench.core.npy import read_header
 from matchbench.core.paths import missing_file
 from matchbench.core.stack import InstanceStack
@@ -290,17 +291,6 @@ def _seed_column(template: dict[str, Any], varying: dict[str, list[Any]], count:
     return seeds if len(seeds) == count else None
 
 
-def _params_json(params: dict[str, Any], key: str, values: list[Any]) -> list[str]:
-    """``to_json(dict(params, key=value))`` for each of ``values``, by splitting the
-    JSON of the template once (a ``json.dumps`` per instance costs a batch of 10,000
-    small LAPs about 20 ms)."""
-    from matchbench.core.canonical import to_json
-
-    mark = 7_777_777_777_777_777_777
-    head, tail = to_json(dict(params, **{key: mark})).split(str(mark))
-    return [f"{head}{v}{tail}" if type(v) is int else f"{head}{to_json(v)}{tail}" for v in values]
-
-
 def uniform_stack(
     template: dict[str, Any], varying: dict[str, list[Any]], count: int, device: str | None = None
 ) -> InstanceStack | None:
@@ -331,7 +321,7 @@ def uniform_stack(
     columns = dict(proto.describe())
     columns.update(
         instance=names,
-        instance_params=_params_json(proto.params, "seed", seeds),
+        instance_params=to_json_each(proto.params, "seed", seeds),
         rcp=False,
         instance_bytes=int(proto.nbytes),
     )
@@ -801,7 +791,7 @@ def stack_stack(
         "n_rows": n,
         "n_cols": n,
         "n_edges": n * n,
-        "instance_params": _params_json({"path": str(p), "index": 0, "pad": pad}, "index", list(seeds)),
+        "instance_params": to_json_each({"path": str(p), "index": 0, "pad": pad}, "index", list(seeds)),
         "rcp": False,
         "instance_bytes": int(arr[0].nbytes),
     }

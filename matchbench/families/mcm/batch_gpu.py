@@ -676,6 +676,8 @@ class MCMBatchGPU(BaseSolver):
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("mcm_batch",)
     batchable: ClassVar[bool] = True
+    #: solves a whole :class:`~matchbench.graphs.stack.GraphStack` (:meth:`prepare_stack`)
+    stackable: ClassVar[bool] = True
 
     def __init__(self, *, threads_per_block: int = 0) -> None:
         super().__init__(
@@ -684,6 +686,7 @@ class MCMBatchGPU(BaseSolver):
             )
         )
         self._instances: list[BipartiteGraph] | None = None
+        self._stack: Any = None
         self._dev: DeviceBatch | None = None
         self._start_rm: np.ndarray | None = None
         self._start_cm: np.ndarray | None = None
@@ -760,6 +763,7 @@ class MCMBatchGPU(BaseSolver):
             )
         ):
             self._dev = None  # let the previous batch's arrays go first
+            self._stack = None
             self._dev = DeviceBatch(pack_graphs(instances), start, self.params["threads_per_block"])
             self._instances = instances
         p = self._dev.packed
@@ -825,6 +829,91 @@ class MCMBatchGPU(BaseSolver):
         self._counters["initial_cardinality"] = int(stats[:, STAT_SLOTS["INITIAL"]].sum())
         self._answers = answers
         return answers
+
+    # -- a batch as one stack (matchbench.core.stack) ----------------------------------
+
+    def skip_stack(self, stack: Any) -> tuple[bool, str | None]:
+        """Skip (each graph then goes alone, with its own verdict) a stack that is not a
+        :class:`~matchbench.graphs.stack.GraphStack`, one with a graph over
+        :func:`size_rule`'s limits, or one the device's free memory does not hold."""
+        from matchbench.gpu.common import device_memory_skip
+        from matchbench.graphs.stack import GraphStack
+
+        graphs = stack.data
+        if not isinstance(graphs, GraphStack):
+            return True, f"{self.name}: not a stack of graphs"
+        over = (graphs.shapes.sum(axis=1) > MAX_VERTICES) | (graphs.n_edges > MAX_EDGES)
+        if over.any():
+            return True, f"{self.name}: {int(over.sum())} graph(s) over the size rule"
+        nr, nc = graphs.shapes[:, 0], graphs.shapes[:, 1]
+        need = int(
+            sum(4 * c.buf.shape[0] for c in graphs.chunks)
+            + 4 * (nr.sum() + nc.sum())
+            + 8 * (META_SIZE + STAT_SIZE) * len(graphs)
+            + 4 * (3 * nr + 2 * nc).sum()
+        )
+        return device_memory_skip(lambda: need)
+
+    def prepare_stack(self, stack: Any, init: Any | None = None) -> None:
+        """Upload a :class:`~matchbench.graphs.stack.GraphStack` as it lies (each chunk's
+        buffer once, both CSR directions; the kernel reads the row CSR where the
+        chunk's table says) and set each graph's start: ``init`` (a
+        :class:`~matchbench.graphs.stack.MatchingStack`) where given, else the block's
+        greedy matching. The upload is kept for the next repetition of the same stack."""
+        import cupy as cp
+
+        from matchbench.gpu.common import EventTimer
+
+        graphs = stack.data
+        count = len(graphs)
+        start = np.full(count, START_GREEDY if init is None else START_GIVEN, dtype=np.int64)
+        if (
+            self._dev is None
+            or self._stack is not stack
+            or not np.array_equal(self._dev.meta_host[:, META_SLOTS["START"]], start)
+        ):
+            self._dev = None
+            self._instances = None
+            sizes = [int(c.buf.shape[0]) for c in graphs.chunks]
+            bases = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+            buf = cp.empty(max(1, int(bases[-1])), dtype=cp.int32)
+            for c, b in zip(graphs.chunks, bases.tolist(), strict=False):
+                buf[b : b + c.buf.shape[0]].set(c.buf)
+            base = np.repeat(bases[:-1], [len(c) for c in graphs.chunks])
+            table = np.concatenate([c.table for c in graphs.chunks])
+            empty = np.zeros(0, dtype=np.int32)
+            packed = Packed(empty, empty, graphs.shapes, base + table[:, 2], base + table[:, 3])
+            self._dev = DeviceBatch(packed, start, self.params["threads_per_block"], buf, buf)
+            self._stack = stack
+        if init is not None:
+            self._dev.set_start(init.row_match, init.col_match)
+        else:
+            self._dev.set_start(None, None)
+        self._timer = EventTimer()
+        self._answers = None
+        self._counters = {}
+        cp.cuda.get_current_stream().synchronize()
+
+    def result_stack(self) -> Any:
+        """The answers as a :class:`~matchbench.graphs.stack.MatchingStack` (host);
+        raises if a block reported an error."""
+        from matchbench.graphs.stack import MatchingStack
+
+        d, stack = self._dev, self._stack
+        if d is None or stack is None or not self._counters:
+            raise RuntimeError(f"{self.name}: result_stack() before run()")
+        graphs = stack.data
+        stats = d.stats_by_graph()
+        raise_on_errors(
+            stats, lambda k: f"{graphs.names[k]}, {graphs.shapes[k, 0]} x {graphs.shapes[k, 1]}"
+        )
+        ro, co = graphs.row_offsets(), graphs.col_offsets()
+        rm = d.row_match[: int(ro[-1])].get()
+        cm = d.col_match[: int(co[-1])].get()
+        self._counters["phases"] = int(stats[:, STAT_SLOTS["PHASES"]].sum())
+        self._counters["bfs_levels"] = int(stats[:, STAT_SLOTS["LEVELS"]].sum())
+        self._counters["initial_cardinality"] = int(stats[:, STAT_SLOTS["INITIAL"]].sum())
+        return MatchingStack(rm, cm, ro, co, stats[:, STAT_SLOTS["CARD"]].astype(np.int64))
 
     def timings(self) -> dict[str, float]:
         if self._timer is None or not self._counters:

@@ -8,13 +8,14 @@ initializer ``init=cheap_gpu`` is :class:`matchbench.families.mcm.init_gpu.Cheap
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numba import njit
 
 from matchbench.core.solver import BaseInitializer
 from matchbench.graphs.bipartite import BipartiteGraph, Matching
+from matchbench.graphs.stack import MatchingStack
 
 
 @njit(cache=True)
@@ -26,6 +27,26 @@ def _cheap(n_rows, col_ptr, col_ind, row_match, col_match):
                 row_match[i] = j
                 col_match[j] = i
                 break
+
+
+@njit(cache=True, nogil=True)
+def _cheap_many(table, buf, row_match, col_match, row_at, col_at):
+    """:func:`_cheap` on every graph of a chunk of a
+    :class:`~matchbench.graphs.stack.GraphStack` (``table``: its rows, ``buf``: its
+    arrays), into the mate arrays at ``row_at[g]`` and ``col_at[g]``; returns each
+    graph's cardinality."""
+    card = np.zeros(table.shape[0], np.int64)
+    for g in range(table.shape[0]):
+        nr, nc = table[g, 0], table[g, 1]
+        cpa, cia, cin = table[g, 5], table[g, 6], table[g, 7]
+        rm = row_match[row_at[g] : row_at[g] + nr]
+        cm = col_match[col_at[g] : col_at[g] + nc]
+        rm[:] = -1
+        cm[:] = -1
+        _cheap(nr, buf[cpa : cpa + nc + 1], buf[cia : cia + cin], rm, cm)
+        for j in range(nc):
+            card[g] += cm[j] >= 0
+    return card
 
 
 def cheap_matching(graph: BipartiteGraph) -> Matching:
@@ -67,9 +88,37 @@ class CheapCPU(BaseInitializer):
     name: ClassVar[str] = "cheap_cpu"
     problem: ClassVar[str] = "mcm"
     device: ClassVar[str] = "cpu"
+    stackable: ClassVar[bool] = True
 
     def __init__(self) -> None:
         super().__init__()
 
     def __call__(self, instance: BipartiteGraph) -> Matching:
         return cheap_matching(instance)
+
+    def initialize_stack(self, graphs: Any) -> MatchingStack:
+        """:func:`cheap_matching` of every graph of a
+        :class:`~matchbench.graphs.stack.GraphStack`, chunk by chunk on host threads
+        (each graph's mates equal to its own call's), with each one's cardinality."""
+        return cheap_stack(graphs)
+
+
+def cheap_stack(graphs: Any, threads: int | None = None) -> MatchingStack:
+    """:func:`cheap_matching` of every graph of ``graphs`` (a
+    :class:`~matchbench.graphs.stack.GraphStack`) as one
+    :class:`~matchbench.graphs.stack.MatchingStack` (int32 mates), on up to ``threads``
+    host threads (default: every core of the process)."""
+    from matchbench.core.params import host_cores
+    from matchbench.graphs.stack import map_chunks
+
+    ro, co = graphs.row_offsets(), graphs.col_offsets()
+    rm = np.empty(int(ro[-1]), dtype=np.int32)
+    cm = np.empty(int(co[-1]), dtype=np.int32)
+    card = np.zeros(len(graphs), dtype=np.int64)
+
+    def one(c: Any) -> None:
+        sl = slice(c.first, c.first + len(c))
+        card[sl] = _cheap_many(c.table, c.buf, rm, cm, ro[sl], co[sl])
+
+    map_chunks(one, graphs.chunks, host_cores() if threads is None else int(threads))
+    return MatchingStack(rm, cm, ro, co, card)

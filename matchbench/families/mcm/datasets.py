@@ -14,7 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from matchbench.core.canonical import to_json_each
 from matchbench.core.errors import DatasetError
+from matchbench.core.stack import InstanceStack
 from matchbench.datasets import dataset, sizes
 from matchbench.families.mcm import stackfile
 from matchbench.graphs import generators, mtx, suitesparse
@@ -23,7 +25,7 @@ from matchbench.graphs.mtx import read
 
 __all__ = [
     "SMOKE_DIR", "csr_stack", "delaunay", "erdos_renyi", "grid", "kronecker", "mtx_file",
-    "read", "rgg", "road", "smoke", "smoke_names", "suitesparse_matrix",
+    "read", "rgg", "rgg_stack", "road", "smoke", "smoke_names", "suitesparse_matrix",
 ]
 
 SMOKE_DIR = Path(__file__).resolve().parent / "smoke"
@@ -47,6 +49,61 @@ delaunay = _mcm(generators.delaunay, disk_cache=True, size_hint=lambda scale, **
 rgg = _mcm(generators.rgg, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 #: Many small graphs of a batch at once, each equal to its own call (``run.batch``).
 rgg.matchbench_bulk = generators.rgg_bulk  # type: ignore[attr-defined]
+
+
+def rgg_stack(
+    template: dict[str, Any], varying: dict[str, list[Any]], count: int, device: str | None = None
+) -> InstanceStack | None:
+    """:func:`rgg` for a batch's instances as one
+    :class:`~matchbench.core.stack.InstanceStack` (``rgg.matchbench_stack``): the graphs
+    of :func:`~matchbench.graphs.generators.rgg_stack` (a
+    :class:`~matchbench.graphs.stack.GraphStack`, made on host threads, each graph
+    array for array ``rgg(**kwargs)``), with the columns of the one-by-one instances.
+    ``template`` holds the arguments the instances share, ``varying`` those that differ
+    (``scale``, ``seed``, ``radius_factor``); None for any other varying argument.
+    ``device`` does not matter: the graphs are made on the host.
+    """
+    keys = ("scale", "seed", "radius_factor")
+    if set(varying) - set(keys) or set(template) - set(keys) - set(varying) or count < 1:
+        return None
+    defaults = {"seed": 1, "radius_factor": 0.55}
+    cols = []
+    for key in keys:
+        if key in varying:
+            values = list(varying[key])
+            if len(values) != count:
+                return None
+        elif key in template:
+            values = [template[key]] * count
+        elif key in defaults:
+            values = [defaults[key]] * count
+        else:  # no scale: each instance's own call says so
+            return None
+        cols.append(values)
+    graphs = generators.rgg_stack(*cols)
+    # instance_params: the JSON of rgg's params, one template per (scale, radius_factor)
+    params_json: list[str] = [""] * count
+    groups: dict[tuple[Any, Any], list[int]] = {}
+    for k, key in enumerate(zip(cols[0], cols[2], strict=True)):
+        groups.setdefault(key, []).append(k)
+    for members in groups.values():
+        texts = to_json_each(graphs.params(members[0]), "seed", [cols[1][k] for k in members])
+        for k, text in zip(members, texts, strict=True):
+            params_json[k] = text
+    columns = {
+        "instance": list(graphs.names),
+        "family": "rgg",
+        "n_rows": graphs.shapes[:, 0],
+        "n_cols": graphs.shapes[:, 1],
+        "n_edges": graphs.n_edges,
+        "instance_params": params_json,
+        "rcp": False,
+        "instance_bytes": graphs.nbytes,
+    }
+    return InstanceStack("mcm", graphs, count, columns, graphs.graph)
+
+
+rgg.matchbench_stack = rgg_stack  # type: ignore[attr-defined]
 grid = _mcm(generators.grid, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 road = _mcm(generators.road, disk_cache=True, size_hint=lambda scale, **_: sizes.scaled(scale))
 erdos_renyi = _mcm(

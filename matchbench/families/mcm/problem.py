@@ -429,6 +429,12 @@ class MCM(Problem):
     def initial_objective(self, init: Matching | None) -> float | None:
         return None if init is None else float(init.cardinality)
 
+    def initial_objectives(self, init: Any) -> Any | None:
+        """The cardinality of each initial matching of a stack (a
+        :class:`~matchbench.graphs.stack.MatchingStack` that carries them)."""
+        card = getattr(init, "cardinality", None)
+        return None if card is None else np.asarray(card, dtype=np.float64)
+
     def warm_up(self) -> None:
         """Load the certificate's numba code (from its cache): that of
         :meth:`verify_batch`, and that of :meth:`verify` for int32 and int64 graphs."""
@@ -514,6 +520,61 @@ class MCM(Problem):
             if out[k] is None:
                 out[k] = self.verify(instances[k], solutions[k])
         return out  # type: ignore[return-value]
+
+    #: :meth:`verify_stack` certifies a whole :class:`~matchbench.graphs.stack.GraphStack`
+    stack_certificate: ClassVar[bool] = True
+
+    def verify_stack(self, stack: Any, answers: Any) -> Any:
+        """Certify the answers of a whole stack of graphs, on host threads: a
+        :class:`~matchbench.core.stack.StackVerdicts` with the verdicts of :meth:`verify`.
+
+        ``stack.data`` is a :class:`~matchbench.graphs.stack.GraphStack`, ``answers`` a
+        :class:`~matchbench.graphs.stack.MatchingStack` of its graphs. Each chunk of the
+        stack is certified by one call of the compiled loop of :meth:`verify_batch`
+        (the mate checks, then the König cover, as :meth:`verify`), on its own thread;
+        an answer it does not certify is judged by :meth:`verify` on
+        ``stack.instance(k)``, so that its reason is that of the one-by-one path.
+
+        Raises
+        ------
+        ValueError
+            For answers that are not one matching per graph of the stack (offsets other
+            than the graphs' sizes, mates not integers): the runner then certifies
+            instance by instance.
+        """
+        from matchbench.core.params import host_cores
+        from matchbench.core.stack import StackVerdicts
+        from matchbench.graphs.stack import map_chunks
+
+        graphs = stack.data
+        count = len(graphs)
+        ro, co = graphs.row_offsets(), graphs.col_offsets()
+        rm, cm = answers.row_match, answers.col_match
+        if not (np.array_equal(answers.row_offsets, ro) and np.array_equal(answers.col_offsets, co)):
+            raise ValueError("verify_stack: the answers' offsets are not the graphs' sizes")
+        if not (_bulk_index(rm, int(ro[-1])) and _bulk_index(cm, int(co[-1]))):
+            raise ValueError("verify_stack: the answers' mates are not native integer arrays "
+                             "of the stack's rows and columns")
+        res = np.zeros((count, 3), dtype=np.int64)
+
+        def one(c: Any) -> None:
+            sl = slice(c.first, c.first + len(c))
+            answers_table = np.empty((len(c), 3), dtype=np.int64)
+            answers_table[:, 0] = np.arange(len(c))
+            answers_table[:, 1] = ro[sl]
+            answers_table[:, 2] = co[sl]
+            res[sl] = _certify_many(c.table, c.buf, c.buf, c.buf, c.buf, answers_table, rm, cm)
+
+        map_chunks(one, graphs.chunks, host_cores())
+        out = StackVerdicts.empty(count)
+        ok = res[:, 0] == 1
+        out.verified[:] = ok
+        out.objective[ok] = res[ok, 1]
+        out.bound[ok] = res[ok, 2]
+        out.reference[ok] = res[ok, 1]
+        for k in np.flatnonzero(~ok).tolist():
+            out.set(k, self.verify(stack.instance(k), answers.matching(k)))
+        return out
 
     def verify(self, instance: BipartiteGraph, solution: Any) -> Verification:
         """Certify that ``solution`` is a maximum matching of ``instance``.

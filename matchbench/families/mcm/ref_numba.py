@@ -391,6 +391,25 @@ def _start_matching(graph: BipartiteGraph, init: Matching | None) -> Matching:
     )
 
 
+@njit(cache=True)
+def _hk_many(table, buf, row_match, col_match, row_at, col_at):
+    """:func:`hopcroft_karp_kernel` on every graph of a chunk of a
+    :class:`~matchbench.graphs.stack.GraphStack`, its mates at ``row_at[g]`` and
+    ``col_at[g]`` of the stack's mate arrays; returns the phases and augmentations."""
+    phases = 0
+    augs = 0
+    for g in range(table.shape[0]):
+        nr, nc = table[g, 0], table[g, 1]
+        cpa, cia, cin = table[g, 5], table[g, 6], table[g, 7]
+        p, a = hopcroft_karp_kernel(
+            buf[cpa : cpa + nc + 1], buf[cia : cia + cin],
+            row_match[row_at[g] : row_at[g] + nr], col_match[col_at[g] : col_at[g] + nc],
+        )
+        phases += p
+        augs += a
+    return phases, augs
+
+
 class _NumbaMCMSolver(BaseSolver):
     """Shared life cycle: copy the initial matching in ``prepare``, augment in ``run``."""
 
@@ -452,10 +471,62 @@ class HopcroftKarp(_NumbaMCMSolver):
     """
 
     name: ClassVar[str] = "hk"
+    #: solves a whole :class:`~matchbench.graphs.stack.GraphStack` (one thread, graph
+    #: after graph in one compiled loop: the batch's graphs without a Python call each)
+    stackable: ClassVar[bool] = True
 
     def _call(self, graph: BipartiteGraph, m: Matching) -> dict[str, int | float]:
         phases, augs = hopcroft_karp_kernel(graph.col_ptr, graph.col_ind, m.row_match, m.col_match)
         return {"phases": int(phases), "augmentations": int(augs)}
+
+    def skip_stack(self, stack: Any) -> tuple[bool, str | None]:
+        from matchbench.graphs.stack import GraphStack
+
+        if not isinstance(stack.data, GraphStack):
+            return True, f"{self.name}: not a stack of graphs"
+        return False, None
+
+    def prepare_stack(self, stack: Any, init: Any | None = None) -> None:
+        """The stack's graphs and their start (copies of ``init``'s mates, a
+        :class:`~matchbench.graphs.stack.MatchingStack`, else all free)."""
+        from matchbench.graphs.stack import MatchingStack, chunk_of
+
+        if "stack" not in self._compiled:  # compile or load outside the timed region
+            tiny = chunk_of(0, [_tiny_graph(np.dtype(np.int32))])
+            one = np.array([0, 2], dtype=np.int64)
+            _hk_many(tiny.table, tiny.buf, np.full(2, -1, np.int32), np.full(2, -1, np.int32), one, one)
+            self._compiled.add("stack")
+        graphs = stack.data
+        ro, co = graphs.row_offsets(), graphs.col_offsets()
+        if init is None:
+            rm = np.full(int(ro[-1]), -1, dtype=np.int32)
+            cm = np.full(int(co[-1]), -1, dtype=np.int32)
+        else:
+            rm = np.array(init.row_match, dtype=np.int32)
+            cm = np.array(init.col_match, dtype=np.int32)
+        self._stack = (graphs, MatchingStack(rm, cm, ro, co))
+        self._counters = {}
+
+    def run(self) -> None:
+        if getattr(self, "_stack", None) is None:
+            return super().run()
+        graphs, m = self._stack
+        phases = augs = 0
+        for c in graphs.chunks:
+            sl = slice(c.first, c.first + len(c))
+            p, a = _hk_many(c.table, c.buf, m.row_match, m.col_match, m.row_offsets[sl], m.col_offsets[sl])
+            phases += int(p)
+            augs += int(a)
+        self._counters = {"phases": phases, "augmentations": augs}
+
+    def prepare(self, instance: BipartiteGraph, init: Matching | None = None) -> None:
+        self._stack = None
+        super().prepare(instance, init)
+
+    def result_stack(self) -> Any:
+        if getattr(self, "_stack", None) is None:
+            raise RuntimeError(f"{self.name}: result_stack() before prepare_stack()")
+        return self._stack[1]
 
 
 class PothenFanPlus(_NumbaMCMSolver):
