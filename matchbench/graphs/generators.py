@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -482,8 +483,14 @@ def _rgg_graphs(
 RGG_STACK_POINTS = 1 << 16
 
 
+#: Each host thread's scratch of :func:`rgg_stack` (points, work space), kept from batch
+#: to batch: fresh memory costs a page fault a page, which threads pay one at a time.
+_RGG_SCRATCH = threading.local()
+
+
 def rgg_stack(
-    scales: list[Any], seeds: list[Any], radius_factors: list[Any], threads: int | None = None
+    scales: list[Any], seeds: list[Any], radius_factors: list[Any], threads: int | None = None,
+    empty: Any = None,
 ) -> Any:
     """:func:`rgg` for each ``(scales[k], seeds[k], radius_factors[k])``, as one
     :class:`~matchbench.graphs.stack.GraphStack` (a batch's graphs without an object each).
@@ -497,6 +504,11 @@ def rgg_stack(
     ``threads`` host threads (default: every core of the process). A graph that
     :func:`rgg_bulk` leaves to :func:`rgg` (more than :data:`RGG_BULK_POINTS` points, a
     point's key rounded into the next strip) is made by :func:`rgg` here too.
+
+    The graphs are symmetric, so each graph's column CSR is its row CSR: the stack holds
+    one copy, which the table names for both (``graph(k)``'s ``col_ptr`` and ``col_ind``
+    are its ``row_ptr`` and ``row_ind``). ``empty(size, dtype)`` allocates the chunks'
+    buffers (default ``numpy.empty``; pinned host memory where a GPU uploads them).
 
     Raises
     ------
@@ -537,36 +549,40 @@ def rgg_stack(
     if cuts[-1] != count:
         cuts.append(count)
 
+    alloc = np.empty if empty is None else empty
+
     def alone(k: int) -> BipartiteGraph:
         return rgg(*args[k][:3])
 
     def make(span: tuple[int, int]) -> StackChunk:
         lo, hi = span
         if hi - lo == 1 and n[lo] > RGG_BULK_POINTS:
-            return chunk_of(lo, [alone(lo)])
+            return chunk_of(lo, [alone(lo)], alloc)
         offsets = np.zeros(hi - lo + 1, dtype=np.int64)
         np.cumsum(n[lo:hi], out=offsets[1:])
-        xy = np.empty((int(offsets[-1]), 2))
+        points = int(offsets[-1])
+        scratch = getattr(_RGG_SCRATCH, "space", None)
+        if scratch is None or scratch[0].shape[0] < points:
+            scratch = (np.empty((points, 2)), work_space(points))
+        xy = scratch[0][:points]
         draw_points(words[lo:hi], offsets, xy)
-        out, at, ok, _ = rgg_csr_chunk(xy, offsets, radii[lo:hi], work_space(int(offsets[-1])))
+        out, at, ok, work = rgg_csr_chunk(xy, offsets, radii[lo:hi], scratch[1], copies=1, empty=alloc)
+        _RGG_SCRATCH.space = (scratch[0], work)
         nv = n[lo:hi]
-        m = ((at[1:] - at[:-1]) - 2 * (nv + 1)) // 2
+        m = (at[1:] - at[:-1]) - (nv + 1)
         table = np.empty((hi - lo, 8), dtype=np.int64)
         table[:, 0] = table[:, 1] = nv
-        table[:, 2] = at[:-1]
-        table[:, 3] = at[:-1] + nv + 1
+        table[:, 2] = table[:, 5] = at[:-1]
+        table[:, 3] = table[:, 6] = at[:-1] + nv + 1
         table[:, 4] = table[:, 7] = m
-        table[:, 5] = table[:, 3] + m
-        table[:, 6] = table[:, 5] + nv + 1
         if ok.all():
             return StackChunk(lo, out, table)
-        b = out
         graphs = [
-            BipartiteGraph(int(nv[q]), int(nv[q]), b[t[2] : t[3]], b[t[3] : t[5]], b[t[5] : t[6]],
-                           b[t[6] : t[6] + t[7]]) if ok[q] else alone(lo + q)
+            BipartiteGraph(int(nv[q]), int(nv[q]), out[t[2] : t[3]], out[t[3] : t[3] + t[4]],
+                           out[t[2] : t[3]], out[t[3] : t[3] + t[4]]) if ok[q] else alone(lo + q)
             for q, t in enumerate(table.tolist())
         ]
-        return chunk_of(lo, graphs)
+        return chunk_of(lo, graphs, alloc)
 
     chunks = map_chunks(make, list(zip(cuts[:-1], cuts[1:], strict=True)),
                         host_cores() if threads is None else int(threads))

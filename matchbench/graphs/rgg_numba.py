@@ -20,6 +20,7 @@ index to every signed one, which made a block of tests 1.7 times as slow.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from llvmlite import ir
@@ -276,7 +277,7 @@ def _upper_pairs(x, y, strips, radius, start, half, upper, uptr, first_i):
 
 
 @njit(cache=True, nogil=True)
-def rgg_pairs(xy, offsets, radii, upper, uptr):
+def rgg_pairs(xy, offsets, radii, upper, uptr, copies):
     """Pass 1 of :func:`rgg_csr_chunk`: each graph's points numbered, its pairs found.
 
     Returns
@@ -315,7 +316,7 @@ def rgg_pairs(xy, offsets, radii, upper, uptr):
         m = 2 * (rows[n] - pos) if made else 0
         if made and m <= 2147483647:  # int32 indices, as index_dtype gives rgg
             ok[g] = True
-            at[g + 1] = at[g] + 2 * (n + 1) + 2 * m
+            at[g + 1] = at[g] + copies * (n + 1 + m)
             pos = rows[n]
         else:
             rows[:] = pos
@@ -324,7 +325,7 @@ def rgg_pairs(xy, offsets, radii, upper, uptr):
 
 
 @njit(cache=True, nogil=True)
-def rgg_fill(offsets, upper, uptr, at, out):
+def rgg_fill(offsets, upper, uptr, at, out, copies):
     """Pass 2 of :func:`rgg_csr_chunk`: graph ``g``'s ``row_ptr``, ``row_ind``,
     ``col_ptr``, ``col_ind`` one after the other in ``out[at[g]:at[g + 1]]``.
 
@@ -375,7 +376,8 @@ def rgg_fill(offsets, upper, uptr, at, out):
             row_ind[shift[i - _U(1)] + e] = j
             row_ind[below[j]] = i - _U(1)
             below[j] += _U(1)
-        out[base + size : base + _U(2) * size] = out[base : base + size]
+        if copies == 2:
+            out[base + size : base + _U(2) * size] = out[base : base + size]
 
 
 def rgg_csr_chunk(
@@ -383,6 +385,8 @@ def rgg_csr_chunk(
     offsets: np.ndarray,
     radii: np.ndarray,
     work: tuple[np.ndarray, np.ndarray],
+    copies: int = 2,
+    empty: Any = np.empty,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """The CSRs of the random geometric graphs of points ``xy[offsets[g]:offsets[g + 1]]``
     (as drawn, not yet numbered) and radius ``radii[g]``.
@@ -394,13 +398,19 @@ def rgg_csr_chunk(
     radii : ndarray of float64, shape (graphs,)
     work : tuple of two ndarrays
         Work space (:func:`work_space`); pass the one returned on to the next call.
+    copies : int
+        2: the column CSR too, a copy of the row CSR (the graph is symmetric); 1: the
+        row CSR alone (it is also the column CSR).
+    empty : callable
+        Allocates ``out`` as ``empty(size, dtype)`` (``numpy.empty``; pinned host
+        memory for a GPU's upload).
 
     Returns
     -------
     out : ndarray of int32
-        Graph ``g``'s ``row_ptr``, ``row_ind``, ``col_ptr``, ``col_ind`` (``n + 1``,
-        ``m``, ``n + 1`` and ``m`` entries) one after the other in
-        ``out[at[g]:at[g + 1]]``.
+        Graph ``g``'s ``row_ptr``, ``row_ind``, then (``copies=2``) ``col_ptr``,
+        ``col_ind`` (``n + 1``, ``m``, ``n + 1`` and ``m`` entries) one after the other
+        in ``out[at[g]:at[g + 1]]``.
     at : ndarray of int64, shape (graphs + 1,)
     ok : ndarray of bool, shape (graphs,)
         False where graph ``g`` is not made (its part of ``out`` is empty): a point's
@@ -417,9 +427,9 @@ def rgg_csr_chunk(
     upper, uptr = work
     if uptr.shape[0] <= xy.shape[0]:
         uptr = np.empty(xy.shape[0] + 1, dtype=np.int64)
-    upper, at, ok = rgg_pairs(xy, offsets, radii, upper, uptr)
-    out = np.empty(int(at[-1]), dtype=np.int32)
-    rgg_fill(offsets, upper, uptr, at, out)
+    upper, at, ok = rgg_pairs(xy, offsets, radii, upper, uptr, copies)
+    out = empty(int(at[-1]), dtype=np.int32)
+    rgg_fill(offsets, upper, uptr, at, out, copies)
     return out, at, ok, (upper, uptr)
 
 

@@ -128,8 +128,10 @@ class GraphStack:
         )
 
 
-def chunk_of(first: int, graphs: Sequence[BipartiteGraph]) -> StackChunk:
-    """A chunk of ``graphs`` (int32 CSR, or fitting it) copied into one buffer."""
+def chunk_of(first: int, graphs: Sequence[BipartiteGraph], empty: Callable[..., np.ndarray] = np.empty
+             ) -> StackChunk:
+    """A chunk of ``graphs`` (int32 CSR, or fitting it) copied into one buffer (made by
+    ``empty(size, dtype)``)."""
     table = np.zeros((len(graphs), 8), dtype=np.int64)
     parts: list[np.ndarray] = []
     at = 0
@@ -142,12 +144,13 @@ def chunk_of(first: int, graphs: Sequence[BipartiteGraph]) -> StackChunk:
             at += int(a.shape[0])
         table[q] = (g.n_rows, g.n_cols, starts[0], starts[1], g.row_ind.shape[0], starts[2],
                     starts[3], g.col_ind.shape[0])
-    whole = np.concatenate(parts) if parts else np.zeros(0, np.int32)
-    if whole.dtype != np.int32:
-        if whole.size and int(whole.max()) > np.iinfo(np.int32).max:
+    buf = empty(at, dtype=np.int32)
+    at = 0
+    for a in parts:
+        if a.dtype != np.int32 and a.size and int(a.max()) > np.iinfo(np.int32).max:
             raise ValueError("chunk_of: a graph's arrays do not fit int32")
-        whole = whole.astype(np.int32)
-    buf = whole
+        buf[at : at + a.shape[0]] = a
+        at += a.shape[0]
     return StackChunk(first, buf, table)
 
 

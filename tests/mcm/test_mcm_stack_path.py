@@ -66,6 +66,8 @@ def test_rgg_stack_is_rgg_graph_for_graph(monkeypatch, chunk_points):
     for k in range(120):
         g = G.rgg(scales[k], seeds[k], 0.55 if k < 60 else 0.8)
         _same_graph(stack.graph(k), g)
+        # one copy of each symmetric graph: its column CSR is its row CSR
+        assert np.shares_memory(stack.graph(k).col_ind, stack.graph(k).row_ind) or g.n_edges == 0
         assert stack.nbytes[k] == g.nbytes and stack.n_edges[k] == g.n_edges
 
 
@@ -76,8 +78,8 @@ def test_rgg_stack_makes_large_and_unmade_graphs_with_rgg(monkeypatch):
 
     real = rgg_numba.rgg_csr_chunk
 
-    def unmade(xy, offsets, radii, work):  # the chunk's second graph "not made"
-        out, at, ok, work = real(xy, offsets, radii, work)
+    def unmade(xy, offsets, radii, work, **kw):  # the chunk's second graph "not made"
+        out, at, ok, work = real(xy, offsets, radii, work, **kw)
         if ok.shape[0] > 1:
             ok[1] = False
         return out, at, ok, work
@@ -89,6 +91,17 @@ def test_rgg_stack_makes_large_and_unmade_graphs_with_rgg(monkeypatch):
     stack = G.rgg_stack(scales, seeds, [0.55] * 7, threads=2)
     for k in range(7):
         _same_graph(stack.graph(k), G.rgg(scales[k], seeds[k]))
+
+
+def test_rgg_stack_puts_its_graphs_where_empty_allocates():
+    made = []
+
+    def empty(size, dtype):
+        made.append(np.empty(size, dtype))
+        return made[-1]
+
+    stack = G.rgg_stack([5, 6, 7], [1, 2, 3], [0.55] * 3, empty=empty)
+    assert [c.buf for c in stack.chunks] == made[: len(stack.chunks)] and len(made) == len(stack.chunks)
 
 
 @pytest.mark.parametrize(("scale", "seed", "rf", "message"), [
@@ -308,9 +321,14 @@ def test_gpu_stack_rows_equal_the_joint_solves_rows(tmp_path, monkeypatch):
     def drop(r):
         return {k: v for k, v in json.loads(r["counters_json"]).items() if k != "batch_solve_s"}
 
-    assert [drop(r) for r in sorted(new, key=lambda r: r["task_id"])] == [
-        drop(r) for r in sorted(old, key=lambda r: r["task_id"])]
-    assert all(r["status"] == "ok" and r["verified"] and r["batch_size"] == 200 for r in new)
+    # which shortest paths the blocks find first is a race: the phases and BFS levels of
+    # two solves of the same graphs may differ; the start and the launches may not
+    raced = {"phases", "bfs_levels"}
+    a, b = drop(new[0]), drop(old[0])
+    assert {k: v for k, v in a.items() if k not in raced} == {k: v for k, v in b.items() if k not in raced}
+    assert all(a[k] > 0 and b[k] > 0 for k in raced)
+    assert all(drop(r) == a for r in new) and all(r["status"] == "ok" and r["verified"] and r["batch_size"] == 200
+                                                    for r in new)
 
 
 @pytest.mark.gpu
