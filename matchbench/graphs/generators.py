@@ -479,8 +479,11 @@ def _rgg_graphs(
         )
 
 
-#: Points of one chunk of :func:`rgg_stack` (the unit of work of a host thread).
+#: Points of one chunk of :func:`rgg_stack` (the unit of work of a host thread): at most
+#: this many, and at least :data:`RGG_STACK_MIN_POINTS` where the stack has them; the
+#: chunks a multiple of the threads, so that the threads finish together.
 RGG_STACK_POINTS = 1 << 16
+RGG_STACK_MIN_POINTS = 1 << 13
 
 
 #: Each host thread's scratch of :func:`rgg_stack` (points, work space), kept from batch
@@ -522,24 +525,40 @@ def rgg_stack(
     count = len(scales)
     if len(seeds) != count or len(radius_factors) != count:
         raise ValueError("rgg_stack: scales, seeds and radius_factors differ in length")
-    checked: dict[tuple[Any, Any, Any], tuple[int, int, float, float]] = {}
+    # Each (scale, radius_factor) checked once, with a seed of its own; the seeds checked
+    # in bulk where they are plain non-negative ints, else one by one (rgg's message).
+    plain = all(type(s) is int and s >= 0 for s in seeds)
+    checked: dict[tuple[Any, Any], tuple[int, int, float, float]] = {}
     args = []
-    for key in zip(scales, seeds, radius_factors, strict=True):
-        a = checked.get(key)
-        if a is None or type(key[1]) is not int:
-            a = _rgg_args(*key)
-            if type(key[1]) is int and type(key[0]) is int:
+    for scale, seed, rf in zip(scales, seeds, radius_factors, strict=True):
+        key = (scale, rf)
+        a = checked.get(key) if plain and type(scale) is int else None
+        if a is None:
+            a = _rgg_args(scale, seed, rf)
+            if plain and type(scale) is int:
                 checked[key] = a
+        elif a[1] != seed:
+            a = (a[0], seed, a[2], a[3])
         args.append(a)
     sc = np.array([a[0] for a in args], dtype=np.int64)
     n = np.left_shift(1, sc)
     radii = np.array([a[3] for a in args], dtype=np.float64)
     words = seed_words([a[1] for a in args])
     # chunks of consecutive graphs, a large graph alone
+    threads = host_cores() if threads is None else max(1, int(threads))
+    total = int(n[n <= RGG_BULK_POINTS].sum())
+    rounds = -(-total // (RGG_STACK_POINTS * threads))  # chunks a thread
+    n_chunks = max(1, min(rounds * threads, -(-total // RGG_STACK_MIN_POINTS)))
+    target = min(RGG_STACK_POINTS, max(RGG_STACK_MIN_POINTS, -(-total // n_chunks)))
     cuts = [0]
     points = 0
-    for k in range(count):
-        if k > cuts[-1] and (points + n[k] > RGG_STACK_POINTS or n[k] > RGG_BULK_POINTS):
+    if count and int(n.max()) <= RGG_BULK_POINTS and target * n_chunks >= total:
+        # n_chunks chunks of about equal points: cut where the running sum passes i / n_chunks
+        ends = np.cumsum(n)
+        at = np.searchsorted(ends, np.arange(1, n_chunks) * (total / n_chunks), side="left") + 1
+        cuts = sorted({0, count, *(int(c) for c in at if 0 < c < count)})
+    for k in range(count if len(cuts) == 1 else 0):
+        if k > cuts[-1] and (points + n[k] > target or n[k] > RGG_BULK_POINTS):
             cuts.append(k)
             points = 0
         points += int(n[k])
@@ -584,8 +603,7 @@ def rgg_stack(
         ]
         return chunk_of(lo, graphs, alloc)
 
-    chunks = map_chunks(make, list(zip(cuts[:-1], cuts[1:], strict=True)),
-                        host_cores() if threads is None else int(threads))
+    chunks = map_chunks(make, list(zip(cuts[:-1], cuts[1:], strict=True)), threads)
     names = [f"rgg_n_2_{a[0]}_s{a[1]}" for a in args]
 
     def params(k: int) -> dict[str, Any]:
