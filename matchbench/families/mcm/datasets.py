@@ -129,6 +129,8 @@ suitesparse_matrix = _mcm(suitesparse.load)
 #: for all the graphs of a batch.
 csr_stack = _mcm(stackfile.csr_stack, size_hint=stackfile.graph_bytes)
 csr_stack.matchbench_bulk = stackfile.csr_stack_bulk  # type: ignore[attr-defined]
+#: A batch's graphs of the file as one stack (``run.batch``; ``matchbench.core.stack``).
+csr_stack.matchbench_stack = stackfile.csr_stack_stack  # type: ignore[attr-defined]
 
 
 def smoke_names() -> list[str]:

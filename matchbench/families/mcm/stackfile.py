@@ -484,6 +484,102 @@ def csr_stack_bulk(kwargs_list: list[dict[str, Any]]) -> list[BipartiteGraph]:
     return out
 
 
+def csr_stack_stack(
+    template: dict[str, Any], varying: dict[str, list[Any]], count: int, device: str | None = None
+) -> Any:
+    """:func:`csr_stack` for a batch's indices (``seed``) of one file, as one
+    :class:`~matchbench.core.stack.InstanceStack` of a
+    :class:`~matchbench.graphs.stack.GraphStack` (``csr_stack.matchbench_stack``).
+
+    The file is opened and given its file-level checks once; the graphs are copied out of
+    it chunk by chunk on host threads, their column CSR made by a counting sort
+    (:func:`~matchbench.graphs.stack_numba.csr_chunk`), each graph equal to
+    ``csr_stack(path, index)`` array for array. Graphs that the one-by-one read would
+    refuse, warn about or store otherwise (an empty graph, sizes over the input limits,
+    pointers that do not start at 0 or decrease, a column out of range, a row's columns
+    unsorted or repeated, int64 indices) make the hook return None: the batch then runs
+    one by one, where each such graph gets its own error row or warning. A file error
+    (missing, not a csr stack) raises its :class:`~matchbench.core.errors.DatasetError`,
+    with the same effect. ``device="gpu"``: the chunks in pinned host memory.
+    """
+    from matchbench.core.canonical import to_json_each
+    from matchbench.core.params import host_cores
+    from matchbench.core.stack import InstanceStack
+    from matchbench.graphs.stack import GraphStack, StackChunk, map_chunks
+    from matchbench.graphs.stack_numba import csr_chunk, csr_chunk_size
+
+    if set(varying) - {"seed"} or set(template) - {"path", "seed"} or "path" not in template or count < 1:
+        return None
+    seeds = list(varying.get("seed", [template.get("seed", 0)] * count))
+    if len(seeds) != count:
+        return None
+    p = Path(template["path"])
+    name = _stem(p)
+    index = np.array([_check_index(s, name) for s in seeds], dtype=np.int64)
+    stack = _open_path(p)
+    if int(index.max()) >= len(stack):
+        return None
+    shapes = stack.shapes[index]
+    nnz = stack.nnz[index]
+    nr, nc = shapes[:, 0], shapes[:, 1]
+    if (nr == 0).any() or (nc == 0).any() or (nnz == 0).any():
+        return None
+    if (np.maximum(np.maximum(nr, nc), nnz) > INT32_MAX).any():
+        return None
+    if (nr + nc > np.maximum(limits.DIM_FLOOR, limits.DIM_FACTOR * nnz)).any():
+        return None
+    if int(((nr + 1 + nc + 1 + 2 * nnz) * 4).max()) > limits.max_input_bytes():
+        return None
+    indptr, indices = np.asarray(stack.indptr), np.asarray(stack.indices)
+    if not (indptr.dtype.isnative and indices.dtype.isnative):
+        return None
+    ptr_off, ind_off = stack.ptr_off[index], stack.ind_off[index]
+    alloc = np.empty
+    if device == "gpu":
+        try:
+            import cupyx
+
+            alloc = cupyx.empty_pinned
+        except Exception:
+            pass
+    threads = host_cores()
+    entries = nr + nc + 2 + 2 * nnz
+    n_chunks = max(1, min(2 * threads, count))
+    ends = np.cumsum(entries)
+    cuts = sorted({0, count, *(int(c) for c in np.searchsorted(
+        ends, np.arange(1, n_chunks) * (ends[-1] / n_chunks), side="left") + 1 if 0 < c < count)})
+    spans = list(zip(cuts[:-1], cuts[1:], strict=True))
+
+    def make(span: tuple[int, int]) -> StackChunk | None:
+        lo, hi = span
+        buf = alloc(int(csr_chunk_size(shapes[lo:hi], nnz[lo:hi])), dtype=np.int32)
+        table = np.empty((hi - lo, 8), dtype=np.int64)
+        bad = csr_chunk(indptr, indices, ptr_off[lo:hi], ind_off[lo:hi], shapes[lo:hi], nnz[lo:hi], buf, table)
+        return None if bad >= 0 else StackChunk(lo, buf, table)
+
+    chunks = map_chunks(make, spans, threads)
+    if any(c is None for c in chunks):
+        return None
+    names = [f"{stack.name}_i{int(i)}" for i in index]
+    path_text = str(p)
+
+    def params(k: int) -> dict[str, Any]:
+        return {"path": path_text, "index": int(index[k]), "n_duplicates": 0}
+
+    graphs = GraphStack(chunks, names, ["mcm_stack"] * count, params)
+    columns = {
+        "instance": names,
+        "family": "mcm_stack",
+        "n_rows": nr,
+        "n_cols": nc,
+        "n_edges": nnz,
+        "instance_params": to_json_each(params(0), "index", index.tolist()),
+        "rcp": False,
+        "instance_bytes": graphs.nbytes,
+    }
+    return InstanceStack("mcm", graphs, count, columns, graphs.graph)
+
+
 def graph_bytes(path: str | os.PathLike, seed: int = 0, **_: Any) -> int | None:
     """The bytes of graph ``seed``'s :class:`BipartiteGraph` (both CSR directions, before
     duplicates are merged), from the file's shapes and boundary pointers: the size hint of
