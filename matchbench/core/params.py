@@ -37,6 +37,8 @@ __all__ = [
     "config_defaults",
     "configured",
     "finite_float",
+    "HOST_THREADS_ENV",
+    "batch_threads",
     "host_cores",
     "integer",
     "non_negative_float",
@@ -60,6 +62,32 @@ def host_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+#: The host threads a worker's batch paths may use (a positive integer): set by the runner
+#: in each worker of a sweep to its share of its host's cores (:func:`batch_threads`), or
+#: by a user in the workers' environment.
+HOST_THREADS_ENV = "MATCHBENCH_HOST_THREADS"
+
+
+def batch_threads() -> int:
+    """Host threads for a batch's bulk work (making, starting and certifying a stack of
+    instances, :mod:`matchbench.graphs.stack`): :func:`host_cores`, at most
+    ``$MATCHBENCH_HOST_THREADS`` where that is a positive integer. Several workers on one
+    host each start their own threads; the runner gives each its share of the cores, so
+    that they do not run two threads a core. (A solver's own ``threads`` default,
+    :func:`host_cores`, is not capped: a multicore reference is measured on every core.)
+
+    >>> import os
+    >>> os.environ[HOST_THREADS_ENV] = "1"; batch_threads()
+    1
+    >>> del os.environ[HOST_THREADS_ENV]
+    """
+    n = host_cores()
+    value = os.environ.get(HOST_THREADS_ENV, "").strip()
+    if value.isdigit() and int(value) > 0:
+        n = min(n, int(value))
+    return n
 
 
 def _is_int(value: Any) -> bool:

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from matchbench.core.errors import DatasetError
-from matchbench.core.params import host_cores
+from matchbench.core.params import batch_threads, host_cores
 from matchbench.graphs.bipartite import INT32_MAX, BipartiteGraph, index_dtype
 
 __all__ = [
@@ -504,7 +504,7 @@ def rgg_stack(
     (:func:`~matchbench.graphs.rgg_numba.draw_points`, NumPy's PCG64 from the seeds' words
     of :func:`~matchbench.core.seeds.seed_words`: no ``Generator`` per graph), and the
     chunks of consecutive graphs (:data:`RGG_STACK_POINTS` points) are made on up to
-    ``threads`` host threads (default: every core of the process). A graph that
+    ``threads`` host threads (default: :func:`~matchbench.core.params.batch_threads`). A graph that
     :func:`rgg_bulk` leaves to :func:`rgg` (more than :data:`RGG_BULK_POINTS` points, a
     point's key rounded into the next strip) is made by :func:`rgg` here too.
 
@@ -545,7 +545,7 @@ def rgg_stack(
     radii = np.array([a[3] for a in args], dtype=np.float64)
     words = seed_words([a[1] for a in args])
     # chunks of consecutive graphs, a large graph alone
-    threads = host_cores() if threads is None else max(1, int(threads))
+    threads = batch_threads() if threads is None else max(1, int(threads))
     total = int(n[n <= RGG_BULK_POINTS].sum())
     rounds = -(-total // (RGG_STACK_POINTS * threads))  # chunks a thread
     n_chunks = max(1, min(rounds * threads, -(-total // RGG_STACK_MIN_POINTS)))

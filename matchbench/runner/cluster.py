@@ -678,6 +678,42 @@ def worker_count(client) -> int:
     return len(_workers(client))
 
 
+def host_shares(workers: dict) -> dict[str, tuple[int, int]]:
+    """``{host: (GPU workers, other workers)}`` of a cluster's workers (the scheduler's
+    ``workers`` info): how the workers of each host share its cores
+    (:func:`thread_share`).
+
+    >>> host_shares({"tcp://a:1": {"host": "a", "resources": {"GPU": 1}},
+    ...              "tcp://a:2": {"host": "a", "resources": {"CPU": 1}}})
+    {'a': (1, 1)}
+    """
+    out: dict[str, list[int]] = {}
+    for address, w in workers.items():
+        host = str(w.get("host") or address.rsplit(":", 1)[0])
+        pair = out.setdefault(host, [0, 0])
+        pair[0 if (w.get("resources") or {}).get("GPU", 0) >= 1 else 1] += 1
+    return {h: (g, c) for h, (g, c) in out.items()}
+
+
+def thread_share(cores: int, gpu_workers: int, other_workers: int, gpu: bool) -> int:
+    """The host threads of one worker's batch paths (``MATCHBENCH_HOST_THREADS``). On a
+    host without GPU workers the workers share its cores evenly (one each where there are
+    as many workers as cores, as ``cluster=local_cpu`` starts them). Beside GPU workers, a
+    worker without a GPU (``cluster.cpu_workers``: one CPU task at a time) gets one, and
+    the GPU workers share the rest.
+
+    >>> thread_share(16, 1, 1, gpu=True), thread_share(16, 1, 1, gpu=False)
+    (15, 1)
+    >>> thread_share(32, 2, 0, gpu=True), thread_share(2, 0, 2, gpu=False), thread_share(16, 0, 3, gpu=False)
+    (16, 1, 5)
+    """
+    if not gpu_workers:
+        return max(1, cores // max(1, other_workers))
+    if not gpu:
+        return 1
+    return max(1, (cores - other_workers) // gpu_workers)
+
+
 def gpu_workers(client) -> int:
     """Workers offering the ``GPU`` resource (GPU tasks ask for ``{"GPU": 1}``)."""
     return sum(1 for w in _workers(client).values() if w.get("resources", {}).get("GPU", 0) >= 1)

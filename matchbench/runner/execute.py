@@ -113,18 +113,27 @@ class WarmTaskProcesses(WorkerPlugin):
 
     name = "matchbench-warm"
 
-    def __init__(self, modules: list[str], problems: list[str]) -> None:
+    def __init__(self, modules: list[str], problems: list[str],
+                 shares: dict[str, tuple[int, int]] | None = None) -> None:
         self.modules = sorted(set(modules))
         self.problems = sorted(set(problems))
+        self.shares = dict(shares or {})
 
     def setup(self, worker) -> None:
         # On the worker's event loop, not in a thread of its own: the task process is
         # started with PR_SET_PDEATHSIG, which kills it when the thread that started it
         # ends, so a short-lived thread here would kill it under the first task.
+        from matchbench.core.params import HOST_THREADS_ENV, host_cores
         from matchbench.runner.child import task_process
+        from matchbench.runner.cluster import thread_share
 
         resources = getattr(getattr(worker, "state", None), "total_resources", None) or {}
         device = "gpu" if resources.get("GPU", 0) >= 1 else "cpu"
+        # This worker's share of its host's cores for the batch paths' threads, in the
+        # environment its task process starts with (a value the user set is kept).
+        share = self.shares.get(str(getattr(worker, "ip", "") or ""))
+        if share is not None and not os.environ.get(HOST_THREADS_ENV):
+            os.environ[HOST_THREADS_ENV] = str(thread_share(host_cores(), *share, gpu=device == "gpu"))
         try:
             task_process().warm(self.modules, self.problems, device=device)
         except Exception:  # noqa: BLE001 - the first task starts it again and says why
@@ -141,7 +150,13 @@ def _warm_in_background(client, tasks) -> Any:
         return None
     modules = {str(t.algorithm_cfg.get("_target_", "")).rpartition(".")[0] for t in isolated}
     modules |= {str(t.instance_spec.get("_target_", "")).rpartition(".")[0] for t in isolated}
-    plugin = WarmTaskProcesses([m for m in modules if m], [t.problem for t in isolated])
+    from matchbench.runner.cluster import _workers, host_shares
+
+    try:
+        shares = host_shares(_workers(client))
+    except Exception:  # no scheduler info: no shares, every worker uses its host's cores
+        shares = {}
+    plugin = WarmTaskProcesses([m for m in modules if m], [t.problem for t in isolated], shares)
 
     def register() -> None:
         with contextlib.suppress(Exception):

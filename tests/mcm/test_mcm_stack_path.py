@@ -484,3 +484,64 @@ def test_a_file_stack_sweep_gives_the_one_by_one_rows(tmp_path):
     old, _ = execute_batch(batch)
     assert _content(new, TIMES_AND_JOINT) == _content(old, TIMES_AND_JOINT)
     assert all(r["status"] == "ok" and r["family"] == "mcm_stack" for r in new)
+
+
+# -- the batch paths' host threads ---------------------------------------------------------
+
+
+def test_batch_threads_honour_the_workers_share(monkeypatch):
+    from matchbench.core.params import HOST_THREADS_ENV, batch_threads, host_cores
+
+    monkeypatch.delenv(HOST_THREADS_ENV, raising=False)
+    assert batch_threads() == host_cores()
+    monkeypatch.setenv(HOST_THREADS_ENV, "1")
+    assert batch_threads() == 1
+    for junk in ("0", "-3", "many", ""):
+        monkeypatch.setenv(HOST_THREADS_ENV, junk)
+        assert batch_threads() == host_cores()
+
+
+def test_workers_of_a_host_share_its_cores():
+    from matchbench.runner.cluster import host_shares, thread_share
+
+    workers = {
+        "tcp://10.0.0.1:1": {"host": "10.0.0.1", "resources": {"GPU": 1}},
+        "tcp://10.0.0.1:2": {"host": "10.0.0.1", "resources": {"GPU": 1}},
+        "tcp://10.0.0.1:3": {"host": "10.0.0.1", "resources": {"CPU": 1}},
+        "tcp://10.0.0.2:1": {"host": "10.0.0.2", "resources": {"CPU": 1}},
+        "tcp://10.0.0.2:2": {"host": "10.0.0.2", "resources": {}},
+    }
+    shares = host_shares(workers)
+    assert shares == {"10.0.0.1": (2, 1), "10.0.0.2": (0, 2)}
+    assert thread_share(33, *shares["10.0.0.1"], gpu=True) == 16
+    assert thread_share(33, *shares["10.0.0.1"], gpu=False) == 1
+    assert thread_share(16, *shares["10.0.0.2"], gpu=False) == 8
+    assert thread_share(2, 0, 2, gpu=False) == 1 and thread_share(1, 4, 0, gpu=True) == 1
+
+
+def test_a_sweeps_workers_start_their_task_processes_with_their_share(tmp_path):
+    """Two CPU workers on this host: each task process gets half the cores (at least one)."""
+    from distributed import Client, LocalCluster
+
+    from matchbench.core.params import HOST_THREADS_ENV, host_cores
+    from matchbench.runner.cluster import _workers, host_shares
+    from matchbench.runner.execute import WarmTaskProcesses
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      resources={"CPU": 1}) as cluster, Client(cluster) as client:
+        client.register_plugin(WarmTaskProcesses([], [], host_shares(_workers(client))))
+        seen = client.run(_child_env, HOST_THREADS_ENV)
+    assert sorted(seen.values()) == [str(max(1, host_cores() // 2))] * 2
+
+
+def _child_env(name):
+    """``name`` in the environment this worker's task process started with (Linux)."""
+    from matchbench.runner.child import task_process
+
+    proc = task_process()._proc
+    if proc is None:
+        return None
+    with open(f"/proc/{proc.pid}/environ", "rb") as f:
+        entries = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+    value = entries.get(name.encode())
+    return None if value is None else value.decode()

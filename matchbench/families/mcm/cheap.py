@@ -107,8 +107,8 @@ def cheap_stack(graphs: Any, threads: int | None = None) -> MatchingStack:
     """:func:`cheap_matching` of every graph of ``graphs`` (a
     :class:`~matchbench.graphs.stack.GraphStack`) as one
     :class:`~matchbench.graphs.stack.MatchingStack` (int32 mates), on up to ``threads``
-    host threads (default: every core of the process)."""
-    from matchbench.core.params import host_cores
+    host threads (default: :func:`~matchbench.core.params.batch_threads`)."""
+    from matchbench.core.params import batch_threads
     from matchbench.graphs.stack import map_chunks
 
     ro, co = graphs.row_offsets(), graphs.col_offsets()
@@ -120,5 +120,5 @@ def cheap_stack(graphs: Any, threads: int | None = None) -> MatchingStack:
         sl = slice(c.first, c.first + len(c))
         card[sl] = _cheap_many(c.table, c.buf, rm, cm, ro[sl], co[sl])
 
-    map_chunks(one, graphs.chunks, host_cores() if threads is None else int(threads))
+    map_chunks(one, graphs.chunks, batch_threads() if threads is None else int(threads))
     return MatchingStack(rm, cm, ro, co, card)

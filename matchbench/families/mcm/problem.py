@@ -437,7 +437,17 @@ class MCM(Problem):
 
     def warm_up(self) -> None:
         """Load the certificate's numba code (from its cache): that of
-        :meth:`verify_batch`, and that of :meth:`verify` for int32 and int64 graphs."""
+        :meth:`verify_batch`, and that of :meth:`verify` for int32 and int64 graphs; and
+        that of a batch as one stack (a tiny ``rgg`` stack made, started by the cheap
+        matching and certified by :meth:`verify_stack`), which a worker's first batch
+        would otherwise load (about half a second)."""
+        from matchbench.core.stack import InstanceStack
+        from matchbench.families.mcm.cheap import cheap_stack
+        from matchbench.graphs.generators import rgg_stack
+
+        graphs = rgg_stack([3, 4], [1, 2], [0.55, 0.55], threads=1)
+        init = cheap_stack(graphs, threads=1)
+        self.verify_stack(InstanceStack("mcm", graphs, 2, {}, graphs.graph), init)
         g = BipartiteGraph.from_coo(np.array([0, 1, 1]), np.array([0, 0, 1]), 2, 2, name="warm_up")
         for dtype in (np.int32, np.int64):
             graph = BipartiteGraph(
@@ -542,7 +552,7 @@ class MCM(Problem):
             than the graphs' sizes, mates not integers): the runner then certifies
             instance by instance.
         """
-        from matchbench.core.params import host_cores
+        from matchbench.core.params import batch_threads
         from matchbench.core.stack import StackVerdicts
         from matchbench.graphs.stack import map_chunks
 
@@ -565,7 +575,7 @@ class MCM(Problem):
             answers_table[:, 2] = co[sl]
             res[sl] = _certify_many(c.table, c.buf, c.buf, c.buf, c.buf, answers_table, rm, cm)
 
-        map_chunks(one, graphs.chunks, host_cores())
+        map_chunks(one, graphs.chunks, batch_threads())
         out = StackVerdicts.empty(count)
         ok = res[:, 0] == 1
         out.verified[:] = ok

@@ -503,7 +503,7 @@ def csr_stack_stack(
     with the same effect. ``device="gpu"``: the chunks in pinned host memory.
     """
     from matchbench.core.canonical import to_json_each
-    from matchbench.core.params import host_cores
+    from matchbench.core.params import batch_threads
     from matchbench.core.stack import InstanceStack
     from matchbench.graphs.stack import GraphStack, StackChunk, map_chunks
     from matchbench.graphs.stack_numba import csr_chunk, csr_chunk_size
@@ -542,7 +542,7 @@ def csr_stack_stack(
             alloc = cupyx.empty_pinned
         except Exception:
             pass
-    threads = host_cores()
+    threads = batch_threads()
     entries = nr + nc + 2 + 2 * nnz
     n_chunks = max(1, min(2 * threads, count))
     ends = np.cumsum(entries)
