@@ -871,8 +871,8 @@ class MCMBatchGPU(BaseSolver):
 
     def prepare_stack(self, stack: Any, init: Any | None = None) -> None:
         """Upload a :class:`~matchbench.graphs.stack.GraphStack` as it lies (each chunk's
-        buffer once, both CSR directions; the kernel reads the row CSR where the
-        chunk's table says) and set each graph's start: ``init`` (a
+        buffer once, with whatever it holds beside the row CSR; the kernel reads the row
+        CSR where the chunk's table says) and set each graph's start: ``init`` (a
         :class:`~matchbench.graphs.stack.MatchingStack`) where given, else the block's
         greedy matching. The upload is kept for the next repetition of the same stack."""
         import cupy as cp
