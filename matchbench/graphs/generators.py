@@ -520,7 +520,7 @@ def rgg_stack(
     """
     from matchbench.core.seeds import seed_words
     from matchbench.graphs.rgg_numba import draw_points, rgg_csr_chunk, work_space
-    from matchbench.graphs.stack import GraphStack, StackChunk, chunk_of, map_chunks
+    from matchbench.graphs.stack import GraphStack, StackChunk, chunk_of, even_spans, map_chunks
 
     count = len(scales)
     if len(seeds) != count or len(radius_factors) != count:
@@ -550,23 +550,21 @@ def rgg_stack(
     rounds = -(-total // (RGG_STACK_POINTS * threads))  # chunks a thread
     n_chunks = max(1, min(rounds * threads, -(-total // RGG_STACK_MIN_POINTS)))
     target = min(RGG_STACK_POINTS, max(RGG_STACK_MIN_POINTS, -(-total // n_chunks)))
-    cuts = [0]
-    points = 0
     if count and int(n.max()) <= RGG_BULK_POINTS and target * n_chunks >= total:
-        # n_chunks chunks of about equal points: cut where the running sum passes i / n_chunks
-        ends = np.cumsum(n)
-        at = np.searchsorted(ends, np.arange(1, n_chunks) * (total / n_chunks), side="left") + 1
-        cuts = sorted({0, count, *(int(c) for c in at if 0 < c < count)})
-    for k in range(count if len(cuts) == 1 else 0):
-        if k > cuts[-1] and (points + n[k] > target or n[k] > RGG_BULK_POINTS):
-            cuts.append(k)
-            points = 0
-        points += int(n[k])
-        if n[k] > RGG_BULK_POINTS and k + 1 < count:
-            cuts.append(k + 1)
-            points = 0
-    if cuts[-1] != count:
-        cuts.append(count)
+        spans = even_spans(n, n_chunks)  # chunks of about equal points
+    else:  # chunks of up to ``target`` points, each graph over RGG_BULK_POINTS alone
+        cuts, points = [0], 0
+        for k in range(count):
+            if k > cuts[-1] and (points + n[k] > target or n[k] > RGG_BULK_POINTS):
+                cuts.append(k)
+                points = 0
+            points += int(n[k])
+            if n[k] > RGG_BULK_POINTS and k + 1 < count:
+                cuts.append(k + 1)
+                points = 0
+        if cuts[-1] != count:
+            cuts.append(count)
+        spans = list(zip(cuts[:-1], cuts[1:], strict=True))
 
     alloc = np.empty if empty is None else empty
 
@@ -603,7 +601,7 @@ def rgg_stack(
         ]
         return chunk_of(lo, graphs, alloc)
 
-    chunks = map_chunks(make, list(zip(cuts[:-1], cuts[1:], strict=True)), threads)
+    chunks = map_chunks(make, spans, threads)
     names = [f"rgg_n_2_{a[0]}_s{a[1]}" for a in args]
 
     def params(k: int) -> dict[str, Any]:

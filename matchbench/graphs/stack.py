@@ -25,7 +25,7 @@ import numpy as np
 
 from matchbench.graphs.bipartite import BipartiteGraph, Matching
 
-__all__ = ["TABLE", "GraphStack", "MatchingStack", "StackChunk", "chunk_of", "map_chunks"]
+__all__ = ["TABLE", "GraphStack", "MatchingStack", "StackChunk", "chunk_of", "even_spans", "map_chunks"]
 
 #: Columns of a chunk's ``table`` (int64): sizes, then where each CSR array lies in the
 #: chunk's buffer (``*_AT``) and the two index arrays' lengths.
@@ -153,6 +153,22 @@ def chunk_of(first: int, graphs: Sequence[BipartiteGraph], empty: Callable[..., 
         buf[at : at + a.shape[0]] = a
         at += a.shape[0]
     return StackChunk(first, buf, table)
+
+
+def even_spans(weights: np.ndarray, parts: int) -> list[tuple[int, int]]:
+    """``(lo, hi)`` ranges of consecutive items, at most ``parts`` of them, of about equal
+    total ``weights``: cut where the running sum passes ``i / parts`` of the whole.
+
+    >>> even_spans(np.array([1, 1, 1, 1, 4]), 2)
+    [(0, 4), (4, 5)]
+    """
+    count = int(weights.shape[0])
+    if count == 0:
+        return []
+    ends = np.cumsum(weights)
+    at = np.searchsorted(ends, np.arange(1, max(1, parts)) * (float(ends[-1]) / max(1, parts)), side="left") + 1
+    cuts = sorted({0, count, *(int(c) for c in at if 0 < c < count)})
+    return list(zip(cuts[:-1], cuts[1:], strict=True))
 
 
 #: The host threads of :func:`map_chunks`, made once per process and kept (a pool of 16

@@ -170,8 +170,6 @@ COLUMNS = tuple(SCHEMA.names)
 KEY_COLUMNS = ("problem", "algorithm", "variant", "init", "instance", "gpu_model")
 
 
-
-
 def table_from_rows(rows: list[dict[str, Any]]) -> pa.Table:
     """Rows (dicts) to a table of exactly :data:`SCHEMA`; missing keys become nulls.
 

@@ -545,3 +545,15 @@ def _child_env(name):
         entries = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
     value = entries.get(name.encode())
     return None if value is None else value.decode()
+
+
+def test_even_spans_cover_the_items_in_parts_of_about_equal_weight():
+    from matchbench.graphs.stack import even_spans
+
+    assert even_spans(np.array([1, 1, 1, 1, 4]), 2) == [(0, 4), (4, 5)]
+    assert even_spans(np.zeros(0, np.int64), 4) == [] and even_spans(np.array([5]), 8) == [(0, 1)]
+    w = np.random.default_rng(3).integers(1, 100, size=500)
+    spans = even_spans(w, 16)
+    assert spans[0][0] == 0 and spans[-1][1] == 500 and all(a[1] == b[0] for a, b in zip(spans, spans[1:], strict=False))
+    sums = [int(w[lo:hi].sum()) for lo, hi in spans]
+    assert len(spans) == 16 and max(sums) - min(sums) <= 2 * int(w.max())

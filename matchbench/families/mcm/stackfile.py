@@ -505,7 +505,7 @@ def csr_stack_stack(
     from matchbench.core.canonical import to_json_each
     from matchbench.core.params import batch_threads
     from matchbench.core.stack import InstanceStack
-    from matchbench.graphs.stack import GraphStack, StackChunk, map_chunks
+    from matchbench.graphs.stack import GraphStack, StackChunk, even_spans, map_chunks
     from matchbench.graphs.stack_numba import csr_chunk, csr_chunk_size
 
     if set(varying) - {"seed"} or set(template) - {"path", "seed"} or "path" not in template or count < 1:
@@ -544,11 +544,7 @@ def csr_stack_stack(
             pass
     threads = batch_threads()
     entries = nr + nc + 2 + 2 * nnz
-    n_chunks = max(1, min(2 * threads, count))
-    ends = np.cumsum(entries)
-    cuts = sorted({0, count, *(int(c) for c in np.searchsorted(
-        ends, np.arange(1, n_chunks) * (ends[-1] / n_chunks), side="left") + 1 if 0 < c < count)})
-    spans = list(zip(cuts[:-1], cuts[1:], strict=True))
+    spans = even_spans(entries, min(2 * threads, count))
 
     def make(span: tuple[int, int]) -> StackChunk | None:
         lo, hi = span
