@@ -73,7 +73,8 @@ HOST_THREADS_ENV = "MATCHBENCH_HOST_THREADS"
 def batch_threads() -> int:
     """Host threads for a batch's bulk work (making, starting and certifying a stack of
     instances, :mod:`matchbench.graphs.stack`): :func:`host_cores`, at most
-    ``$MATCHBENCH_HOST_THREADS`` where that is a positive integer. Several workers on one
+    ``$MATCHBENCH_HOST_THREADS`` where that is set (a positive integer, else
+    :class:`ValueError` naming it: a batch then runs one by one, with that note). Several workers on one
     host each start their own threads; the runner gives each its share of the cores, so
     that they do not run two threads a core. (A solver's own ``threads`` default,
     :func:`host_cores`, is not capped: a multicore reference is measured on every core.)
@@ -85,9 +86,11 @@ def batch_threads() -> int:
     """
     n = host_cores()
     value = os.environ.get(HOST_THREADS_ENV, "").strip()
-    if value.isdigit() and int(value) > 0:
-        n = min(n, int(value))
-    return n
+    if not value:
+        return n
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"${HOST_THREADS_ENV} must be a positive integer (host threads), got {value!r}")
+    return min(n, int(value))
 
 
 def _is_int(value: Any) -> bool:

@@ -496,9 +496,23 @@ def test_batch_threads_honour_the_workers_share(monkeypatch):
     assert batch_threads() == host_cores()
     monkeypatch.setenv(HOST_THREADS_ENV, "1")
     assert batch_threads() == 1
-    for junk in ("0", "-3", "many", ""):
+    monkeypatch.setenv(HOST_THREADS_ENV, "")
+    assert batch_threads() == host_cores()
+    for junk in ("0", "-3", "many"):
         monkeypatch.setenv(HOST_THREADS_ENV, junk)
-        assert batch_threads() == host_cores()
+        with pytest.raises(ValueError, match=f"MATCHBENCH_HOST_THREADS must be a positive integer.*{junk}"):
+            batch_threads()
+
+
+def test_a_bad_thread_setting_is_one_note_and_the_batch_runs_one_by_one(tmp_path, monkeypatch):
+    from matchbench.core.params import HOST_THREADS_ENV
+
+    batch = _batch(tmp_path, count=4, reps=1)
+    monkeypatch.setenv(HOST_THREADS_ENV, "0")
+    new, _, notes = _stack_rows(batch)
+    assert new is None and len(notes) == 1 and "MATCHBENCH_HOST_THREADS must be a positive integer" in notes[0]
+    old, _ = execute_batch(batch)  # the one-by-one path, with the setting still there
+    assert len(old) == 4 and all(r["status"] == "ok" for r in old)
 
 
 def test_workers_of_a_host_share_its_cores():
