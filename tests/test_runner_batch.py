@@ -106,6 +106,47 @@ def test_a_batch_of_unlike_tasks_or_specs_pickles_as_objects(tmp_path):
     assert pickle.loads(pickle.dumps(Batch("one", tasks[:1]))).tasks == tasks[:1]
 
 
+def test_a_plan_packs_its_batches_from_columns_as_its_tasks_would(tmp_path):
+    import pickle
+
+    from matchbench.runner.batch import Packer, _pack
+
+    hk = {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}
+    many = dict(MANY, count=40)
+    pf = {"_target_": "matchbench.families.mcm.ref_numba.PothenFanPlus"}
+    # the middle plan has no tasks (its "solver" is a dataset function: an error row)
+    plans = [build_plan(_cfg(tmp_path, hk, many)), build_plan(_cfg(tmp_path, {"_target_": RGG}, many)),
+             build_plan(_cfg(tmp_path, pf, many))]
+    assert not plans[1].tasks and len(plans[2].tasks) == 40
+    tasks: dict[str, Task] = {}
+    for p in plans:
+        for t in p.tasks:
+            tasks.setdefault(t.task_id, t)
+    # the plan's shared fields are those its tasks share
+    shared, _ = _pack(plans[0].tasks)
+    assert plans[0].shared == shared
+    packer = Packer(plans, tasks)
+    pf = plans[2].tasks
+    cuts = [
+        [t.task_id for t in plans[0].tasks[5:17]],  # a slice
+        [t.task_id for t in plans[0].tasks[::-3]],  # out of order
+        [t.task_id for t in pf[:1] + pf[30:33]],  # another plan's
+        [plans[0].tasks[0].task_id, pf[0].task_id],  # two plans: packed task by task
+        [t.task_id for t in plans[0].tasks if t.instance_spec["scale"] == 6][:5],  # scale the same in all
+    ]
+    for ids in cuts:
+        made = packer.batch("b", ids)
+        byhand = Batch("b", [tasks[i] for i in ids])
+        assert made.task_ids == ids and len(made) == len(ids)
+        back = pickle.loads(pickle.dumps(made))
+        assert back.tasks == byhand.tasks == [tasks[i] for i in ids]
+        assert back.spec_columns() == byhand.spec_columns()
+        assert back.first == byhand.first
+    # a key constant within the batch is no column of it, though it varies in the plan
+    assert set(packer.batch("b", cuts[4]).spec_columns()[1]) == {"seed"}
+    assert packer.batch("one", cuts[0][:1]).tasks == [tasks[cuts[0][0]]]
+
+
 # --------------------------------------------------------------------------- run.batch
 
 

@@ -429,3 +429,32 @@ def test_a_cache_file_of_a_pre_move_kind_loads_quietly(
     for k in a:
         assert np.array_equal(a[k], b[k]), k
     assert path.is_file()
+
+
+def test_task_ids_of_a_plan_equal_the_canonical_json_of_the_whole_task():
+    """TaskIds joins the shared parts' JSON with the spec's: byte for byte json.dumps
+    of the three as one list (the form every id so far hashed)."""
+    import hashlib
+    import json
+
+    from matchbench.core.legacy import frozen_targets
+    from matchbench.runner.plan import TaskIds, task_id
+
+    algorithms = [
+        {"_target_": "matchbench.families.mcm.gpr.GPR", "threads_per_block": None, "threads": 64, "k": 0.7},
+        {"_target_": "matchbench.solvers.cpu.mcm_numba.HopcroftKarp", "nested": {"_target_": "x.y", "z": [1, {"a": None}]}},
+        {"_target_": "my_lab.Mine", "weird": float("inf"), "tuple": (1, 2), "ü": "ö"},
+    ]
+    specs = [
+        {"_target_": "matchbench.families.mcm.datasets.kronecker", "scale": 9, "seed": 3, "rcp": False},
+        {"_target_": "matchbench.datasets.generators.rgg", "scale": 5, "path": None, "extra": [1.5, "s"]},
+    ]
+    timings = [{"repetitions": 3, "warmup": 1}, {"repetitions": 1, "warmup": 0, "instrumented": 2,
+                                                 "init": {"_target_": "matchbench.families.mcm.init.CheapCPU"}}]
+    for a in algorithms:
+        for t in timings:
+            ids = TaskIds(a, t)
+            for s in specs:
+                blob = json.dumps(frozen_targets([a, s, t]), sort_keys=True, default=str)
+                want = hashlib.sha1(blob.encode()).hexdigest()[:16]
+                assert ids(frozen_targets(s)) == task_id(a, s, t) == want

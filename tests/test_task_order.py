@@ -104,7 +104,8 @@ def test_order_largest_first_groups_contiguous(tmp_path):
     assert sorted(order) == sorted(tasks)
     groups = _groups(tasks, order)
     assert len(groups) == len(set(groups)) == 5  # each instance's tasks back to back
-    unknown = sorted([instance_key(UNKNOWN_A), instance_key(UNKNOWN_B)])
+    # equal sizes (the two unknown ones) in the order the tasks first name them
+    unknown = [instance_key(UNKNOWN_A), instance_key(UNKNOWN_B)]
     assert groups == [instance_key(BIG), instance_key(MID), instance_key(SMALL), *unknown]
     # Inside a group, the order of the given tasks.
     assert order[:3] == ["a-big", "b-big", "c-big"]
@@ -114,14 +115,18 @@ def test_order_largest_first_groups_contiguous(tmp_path):
 def test_order_deterministic(tmp_path):
     tasks = _tasks(tmp_path, INTERLEAVED)
     assert submission_order(tasks) == submission_order(dict(tasks))
-    # Another insertion order changes only the order inside a group, not the groups.
+    # Another insertion order changes only the order inside a group and that of groups
+    # of equal size, not the groups.
     shuffled = _tasks(tmp_path, INTERLEAVED[::-1])
-    assert _groups(shuffled, submission_order(shuffled)) == _groups(tasks, submission_order(tasks))
-    # Equal sizes fall back to the instance key.
-    ties = [(f"t{i}", _spec(KRON, scale=9, edge_factor=16, seed=i)) for i in range(6)]
+    again = _groups(shuffled, submission_order(shuffled))
+    groups = _groups(tasks, submission_order(tasks))
+    assert again[:3] == groups[:3] and again[3:] == groups[3:][::-1]
+    # Equal sizes keep the order in which the tasks first name their instances (a many
+    # set's seeds), each instance's tasks back to back.
+    ties = [(f"t{i}", _spec(KRON, scale=9, edge_factor=16, seed=i % 6)) for i in (5, 0, 3, 11, 6, 1, 4, 2, 9)]
     tied = _tasks(tmp_path, ties)
-    keys = _groups(tied, submission_order(tied))
-    assert keys == sorted(keys)
+    order = submission_order(tied)
+    assert order == ["t5", "t11", "t0", "t6", "t3", "t9", "t1", "t4", "t2"]
 
 
 def test_order_cached_file_beats_parameters(tmp_path):

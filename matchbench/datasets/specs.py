@@ -109,7 +109,8 @@ def expand(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
     where = str(cfg.get("name") or cfg.get("_target_") or "dataset")
     rcp = cfg.get("rcp", False)
     rcp_seed = cfg.get("rcp_seed", 0)
-    if "many" in cfg:
+    many = "many" in cfg
+    if many:
         specs = _many(cfg, where)
     elif "instances" in cfg:
         if "_target_" in cfg:
@@ -141,7 +142,8 @@ def expand(cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
             one = dict(spec, rcp=mode)
             if mode:
                 one["rcp_seed"] = seed
-            _canonical(one)  # fail here, not in a worker, on data that is not plain
+            if i == 0 or not many:  # a many set's specs differ only in integers
+                _canonical(one)  # fail here, not in a worker, on data that is not plain
             out.append(one)
     return out
 
@@ -212,6 +214,11 @@ def _many(cfg: Mapping[str, Any], where: str) -> list[dict[str, Any]]:
     return specs
 
 
+#: ``json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)``, its
+#: encoder made once (``dumps`` makes one per call where it is given options)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), allow_nan=False).encode
+
+
 def _canonical(spec: Mapping[str, Any]) -> str:
     """The spec as canonical JSON; ``rcp_seed`` only counts when ``rcp`` is true."""
     spec = dict(spec)
@@ -223,15 +230,17 @@ def _canonical(spec: Mapping[str, Any]) -> str:
         spec["rcp"] = True
         spec["rcp_seed"] = _seed(seed, _label(spec))
     try:
-        return json.dumps(spec, sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return _CANONICAL(spec)
     except (TypeError, ValueError) as exc:
         raise DatasetError(f"{_label(spec)}: a spec must be plain JSON data ({exc})") from None
 
 
-def instance_key(spec: Mapping[str, Any]) -> str:
+def instance_key(spec: Mapping[str, Any], *, frozen: bool = False) -> str:
     """A short stable name of an instance spec: 16 hex digits of its canonical JSON's SHA-256.
 
     Equal for specs that differ only in key order, or in ``rcp_seed`` when ``rcp`` is false.
+    ``frozen``: ``spec`` is already :func:`~matchbench.core.legacy.frozen_targets`'s form
+    of a plain spec (the planner makes it once for a task's id and its key).
 
     Notes
     -----
@@ -241,7 +250,7 @@ def instance_key(spec: Mapping[str, Any]) -> str:
     the disk cache's file names, are those of the specs before the move, for either
     spelling of the target.
     """
-    canonical = _canonical(frozen_targets(_plain(spec)))
+    canonical = _canonical(spec if frozen else frozen_targets(_plain(spec)))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 

@@ -241,6 +241,75 @@ def _slice_specs(packed: Any, indices: list[int]) -> Any:
     return (template, varying, [values[i] for i in indices])
 
 
+def _narrowed(template: dict[str, Any], varying: tuple[str, ...], values: list[tuple[Any, ...]]) -> Any:
+    """:func:`_pack_specs`'s form of a slice of a larger set's packed specs: the slice's
+    first spec as the template, and only the keys whose values differ within the slice."""
+    if not values:
+        return (template, varying, values)
+    first = dict(template)
+    first.update(zip(varying, values[0], strict=True))
+    columns = list(zip(*values, strict=True))
+    keep = [j for j, col in enumerate(columns) if col.count(col[0]) != len(col)]
+    if len(keep) == len(varying):
+        return (first, varying, values)
+    if not keep:
+        return (first, (), [()] * len(values))
+    get = operator.itemgetter(*keep)
+    picked = list(map(get, values)) if len(keep) > 1 else [(v,) for v in map(get, values)]
+    return (first, tuple(varying[j] for j in keep), picked)
+
+
+class Packer:
+    """Batches of planned tasks packed from their plans' columns, not task by task.
+
+    :class:`Batch` packs its tasks by reading every field of every task (to find what
+    they share) and every spec: 2 to 5 us a task, which a million-task sweep's client
+    paid while the batches ran. The tasks of one :func:`~matchbench.runner.plan.build_plan`
+    job share their fields by construction (:attr:`Plan.shared
+    <matchbench.runner.plan.Plan.shared>`), so a batch whose tasks are all of one such
+    plan is packed from the plan's columns, made once here: a slice per batch.
+
+    Parameters
+    ----------
+    plans : list of Plan
+    tasks : mapping
+        Task id -> the task the sweep runs (where two plans have a task of one id, the
+        one in ``tasks`` is the one packed).
+    """
+
+    def __init__(self, plans: list[Any], tasks: Mapping[str, Task]) -> None:
+        self._tasks = tasks
+        self._where: dict[str, tuple[int, int]] = {}  # task id -> (plan, position)
+        self._columns: list[tuple[dict[str, Any], Any, list[Any], list[Any]]] = []
+        for plan in plans:
+            shared, planned = getattr(plan, "shared", None), plan.tasks
+            if shared is None or len(planned) < 2:
+                continue
+            specs = _pack_specs([t.instance_spec for t in planned])
+            if isinstance(specs, list):  # specs of different keys: the batch packs itself
+                continue
+            g = len(self._columns)
+            self._columns.append((shared, specs, [t.instance_key for t in planned],
+                                  [t.provenance for t in planned]))
+            for i, t in enumerate(planned):
+                if tasks.get(t.task_id) is t:
+                    self._where[t.task_id] = (g, i)
+
+    def batch(self, batch_id: str, task_ids: list[str], joint: bool = True) -> Batch:
+        """The :class:`Batch` of ``task_ids``: packed from its plan's columns where all of
+        them are one plan's, else from its tasks (as ``Batch(batch_id, tasks)``)."""
+        where = self._where
+        hits = [where.get(tid) for tid in task_ids] if len(task_ids) > 1 else [None]
+        plans = {h[0] if h is not None else None for h in hits}
+        if len(plans) != 1 or None in plans:
+            return Batch(batch_id, [self._tasks[tid] for tid in task_ids], joint)
+        shared, (template, varying, values), keys, provenance = self._columns[plans.pop()]
+        idx = [h[1] for h in hits]
+        specs = _narrowed(template, varying, [values[i] for i in idx])
+        columns = (list(task_ids), specs, [keys[i] for i in idx], [provenance[i] for i in idx])
+        return Batch(batch_id, joint=joint, packed=(shared, columns))
+
+
 def _unpack(batch_id: str, joint: bool, shared: dict[str, Any], columns: tuple[list[Any], ...]) -> Batch:
     """The :class:`Batch` that :func:`_pack` shipped, still as columns (its tasks are
     made on first use, by :func:`_tasks_of`)."""

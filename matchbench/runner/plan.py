@@ -138,6 +138,11 @@ class Plan:
     config_experiment: str | None = None
     #: (algorithm, initializer label) left out at plan time: a solver that cannot run it
     skipped_inits: list[tuple[str, str]] = field(default_factory=list)
+    #: the fields every one of :attr:`tasks` shares, as :func:`build_plan` made them (all
+    #: but ``task_id``, ``instance_spec``, ``instance_key`` and ``provenance``); a batch of
+    #: them is packed from these and the plan's columns (:class:`~matchbench.runner.batch.Packer`)
+    #: without reading each task. None: not known (a plan made otherwise).
+    shared: dict[str, Any] | None = None
 
 #: Keys of the algorithm config that are run options, not solver parameters.
 RUN_KEYS = ("time_limit_s",)
@@ -195,8 +200,37 @@ def task_id(algorithm: dict[str, Any], spec: dict[str, Any], timing: dict[str, A
     """
     from matchbench.core.legacy import frozen_targets
 
-    blob = json.dumps(frozen_targets([algorithm, spec, timing]), sort_keys=True, default=str)
-    return hashlib.sha1(blob.encode()).hexdigest()[:16]
+    return TaskIds(algorithm, timing)(frozen_targets(spec))
+
+
+#: ``json.dumps(obj, sort_keys=True, default=str)``, its encoder made once (``dumps`` makes
+#: one per call where it is given options)
+_canonical_json = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
+class TaskIds:
+    """:func:`task_id` of many specs with one algorithm and timing, their part of the
+    canonical JSON made once.
+
+    ``TaskIds(algorithm, timing)(frozen_targets(spec)) == task_id(algorithm, spec, timing)``:
+    the canonical JSON of the list ``[algorithm, spec, timing]`` is that of its three
+    items, joined as :func:`json.dumps` joins a list's items. The spec comes frozen
+    (:func:`~matchbench.core.legacy.frozen_targets`), as the planner also needs it for its
+    instance key. A million-task plan spent a third of its time freezing and encoding
+    the two parts that every one of its tasks shares.
+    """
+
+    __slots__ = ("_head", "_tail")
+
+    def __init__(self, algorithm: dict[str, Any], timing: dict[str, Any]) -> None:
+        from matchbench.core.legacy import frozen_targets
+
+        self._head = "[" + _canonical_json(frozen_targets(algorithm)) + ", "
+        self._tail = ", " + _canonical_json(frozen_targets(timing)) + "]"
+
+    def __call__(self, frozen_spec: Any) -> str:
+        blob = self._head + _canonical_json(frozen_spec) + self._tail
+        return hashlib.sha1(blob.encode()).hexdigest()[:16]
 
 
 def describe_solver(algorithm: dict[str, Any]) -> dict[str, Any]:
@@ -260,7 +294,7 @@ def build_plan(
     the plan, so a sweep records them and carries on. ``experiment`` is the preset the
     job was composed from (``+experiment=NAME``), recorded in every row.
     """
-    from matchbench.core.legacy import upgrade_target
+    from matchbench.core.legacy import frozen_targets, upgrade_target
     from matchbench.datasets import expand, instance_key, spec_label, spec_problem
     from matchbench.runner.task import error_row
 
@@ -324,9 +358,27 @@ def build_plan(
         plan.error_rows.append(error_row({**provenance, **solver}, exc, stage="dataset config"))
         return plan
 
-    keyed_init = None  # the init section, where it enters the task ids (below)
+    # Ids stay those of earlier versions unless instrumented runs or an initializer
+    # other than the family's default are asked for.
+    keyed: dict[str, Any] = {k: v for k, v in timing.items() if v or k != "instrumented"}
     if init_cfg is not None and solver["init"] != _default_init(solver["problem"]):
-        keyed_init = init_cfg
+        keyed["init"] = init_cfg
+    ids = TaskIds(algorithm, keyed)
+    # the fields every task of the job shares, made once
+    common = {
+        "algorithm_cfg": solver_cfg,
+        "init_cfg": init_cfg,
+        "gpu": gpu,
+        **timing,
+        **solver,
+        "provenance": provenance,
+        "data_dir": cfg.get("data_dir"),
+        "verify": bool(run.get("verify", True)),
+        "timeout_s": float(run.get("task_timeout_s", 600)),
+        "memory_limit": run.get("task_memory_limit", "auto"),
+        "time_limit_s": run_opts.get("time_limit_s"),
+        "isolate": bool(run.get("isolate", True)),
+    }
     families: dict[str, str | None] = {}  # by target: 10,000 specs of one generator resolve once
     for spec in specs:
         target = str(spec.get("_target_"))
@@ -336,33 +388,12 @@ def build_plan(
         if family is not None and family != solver["problem"]:
             plan.skipped_pairs.append((solver["algorithm"], solver["problem"], spec_label(spec), family))
             continue
-        # Ids stay those of earlier versions unless instrumented runs or an initializer
-        # other than the family's default are asked for.
-        keyed = {k: v for k, v in timing.items() if v or k != "instrumented"}
-        if keyed_init is not None:
-            keyed["init"] = keyed_init
-        tid = task_id(algorithm, spec, keyed)
+        frozen = frozen_targets(spec)
+        tid = ids(frozen)
         try:
-            ikey = instance_key(spec)
+            ikey = instance_key(frozen, frozen=True)
         except Exception:  # a spec that is no plain data: its load gives the error row
             ikey = None
-        plan.tasks.append(
-            Task(
-                task_id=tid,
-                algorithm_cfg=solver_cfg,
-                init_cfg=init_cfg,
-                instance_spec=spec,
-                gpu=gpu,
-                **timing,
-                **solver,
-                provenance=provenance,
-                data_dir=cfg.get("data_dir"),
-                verify=bool(run.get("verify", True)),
-                timeout_s=float(run.get("task_timeout_s", 600)),
-                memory_limit=run.get("task_memory_limit", "auto"),
-                time_limit_s=run_opts.get("time_limit_s"),
-                isolate=bool(run.get("isolate", True)),
-                instance_key=ikey,
-            )
-        )
+        plan.tasks.append(Task(task_id=tid, instance_spec=spec, instance_key=ikey, **common))
+    plan.shared = {k: v for k, v in common.items() if k != "provenance"}
     return plan
