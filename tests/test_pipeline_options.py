@@ -181,6 +181,35 @@ def test_auto_memory_limit_shares_the_host_among_workers():
     assert worker_memory_limit("auto", 1) == MEMORY_LIMIT
 
 
+@pytest.mark.parametrize(("value", "want"), [(None, 1.1), (4, 4.0), ("2.5", 2.5), ("inf", float("inf"))])
+def test_a_local_schedulers_worker_saturation_is_the_clusters_setting(value, want):
+    from matchbench.runner.cluster import make_client
+
+    cfg = {"kind": "local_cpu", "n_workers": 1, "dashboard_address": None, "worker_saturation": value}
+    with make_client(cfg) as client:
+        assert client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.WORKER_SATURATION) == want
+
+
+@pytest.mark.parametrize("value", [0, -1, "many", True, float("nan"), [4]])
+def test_a_bad_worker_saturation_is_one_line_naming_it(tmp_path, value):
+    from matchbench.runner.cluster import ClusterError, make_client, worker_saturation
+
+    with pytest.raises(ClusterError, match="cluster.worker_saturation must be a number > 0 or inf"):
+        worker_saturation(value)
+    cfg = {"algorithm": {"_target_": "matchbench.families.lap.refs.ScipyLSA"},
+           "dataset": {"_target_": "matchbench.families.lap.datasets.uniform", "n": 4},
+           "gpu": {"repetitions": 1, "warmup": 0},
+           "cluster": {"kind": "local_cpu", "n_workers": 1, "worker_saturation": value},
+           "run": {"results_dir": str(tmp_path / "runs"), "id": "s"}, "data_dir": str(tmp_path / "d")}
+    log = io.StringIO()
+    with pytest.raises(SystemExit) as exit_:
+        execute([build_plan(cfg)], stream=log)
+    assert exit_.value.code == 2 and "cluster.worker_saturation" in log.getvalue()
+    with pytest.raises(ClusterError):
+        with make_client(cfg["cluster"]):
+            pass
+
+
 @pytest.mark.parametrize(
     ("devices", "text", "workers"),
     [(0, "0", 1), ("0", "0", 1), (1, "1", 1), ("0,1", "0,1", 2), ([0, 1], "0,1", 2), (None, None, None), ("", None, None)],

@@ -161,6 +161,43 @@ def worker_memory_limit(value: Any, n_workers: int, total: int | None = None) ->
     return int(total // max(1, int(n_workers)))
 
 
+#: Tasks a local cluster's scheduler hands each worker thread at once (Dask's
+#: ``distributed.scheduler.worker-saturation``, 1.1 by default: the task running and one
+#: more). The scheduler of a local cluster shares the sweep's process, which is busy
+#: packing batches and writing rows; with one task in reserve a worker waited for it
+#: between batches. A million LAPs of n = 64 in batches of 10,000 ran at 179,922/s with
+#: Dask's value and 235,008/s with no limit on one H200 (docs/benchmarks/batch.md).
+LOCAL_WORKER_SATURATION = 4.0
+
+
+def worker_saturation(value: Any) -> float | None:
+    """``cluster.worker_saturation`` as Dask takes it: a number > 0 or ``inf``; None (null):
+    Dask's own setting.
+
+    >>> worker_saturation(4), worker_saturation("inf"), worker_saturation(None)
+    (4.0, inf, None)
+
+    Raises
+    ------
+    ClusterError
+        For anything else, naming the setting.
+    """
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        out = float(value)
+    except (TypeError, ValueError):
+        out = float("nan")
+    if not out > 0:  # NaN too
+        raise ClusterError(
+            f"cluster.worker_saturation must be a number > 0 or inf (tasks a worker thread holds "
+            f"at once), or null for Dask's own, not {value!r}"
+        )
+    return out
+
+
 #: Where the dashboard listens unless the config says otherwise: this host only (the Bokeh
 #: dashboard has no authentication).
 DEFAULT_DASHBOARD = "127.0.0.1:8787"
@@ -472,7 +509,11 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
     # times, then the client writes it as a ``crashed`` row. Dask's default (3) would let
     # one bad instance take down four workers.
     allowed = int(cfg.get("allowed_failures", 1))
-    settings = {"distributed.scheduler.allowed-failures": allowed}
+    settings: dict[str, Any] = {"distributed.scheduler.allowed-failures": allowed}
+    if kind in ("auto", "local_cpu", "local_cuda"):  # a scheduler this process starts
+        saturation = worker_saturation(cfg.get("worker_saturation", LOCAL_WORKER_SATURATION))
+        if saturation is not None:
+            settings["distributed.scheduler.worker-saturation"] = saturation
     with dask.config.set(settings):
         if kind == "external":
             with _closing(external_client(cfg)) as client:
