@@ -142,6 +142,15 @@ def test_a_plan_packs_its_batches_from_columns_as_its_tasks_would(tmp_path):
         assert back.tasks == byhand.tasks == [tasks[i] for i in ids]
         assert back.spec_columns() == byhand.spec_columns()
         assert back.first == byhand.first
+    # the plans' batch keys are those of their tasks, and cut the same batches
+    from matchbench.runner.batch import _batch_keys, plan_batch_keys
+
+    order = list(tasks)
+    known = plan_batch_keys(plans, tasks)
+    assert known == _batch_keys(order, tasks) and set(known) == set(tasks)
+    sizes = dict.fromkeys(order, 1.0)
+    for limit in (BatchLimit(count=7), BatchLimit(bytes=5)):
+        assert make_batches(order, tasks, limit, sizes, {"cpu": 2}, known) == make_batches(order, tasks, limit, sizes, {"cpu": 2})
     # a key constant within the batch is no column of it, though it varies in the plan
     assert set(packer.batch("b", cuts[4]).spec_columns()[1]) == {"seed"}
     assert packer.batch("one", cuts[0][:1]).tasks == [tasks[cuts[0][0]]]

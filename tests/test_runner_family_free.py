@@ -132,6 +132,35 @@ def test_size_hint_is_the_dataset_tags(tmp_path):
     assert instance_size_hint({"_target_": f"{__name__}.unsized", "rows": 10}, tmp_path) == 0
 
 
+CALLS: list[tuple] = []
+
+
+@dataset("mcm", size_hint=lambda rows, **_: CALLS.append(("named", rows)) or sizes.lists(rows, 2))
+def named_hint(rows: int, seed: int = 0):
+    raise AssertionError("a size hint never makes the instance")
+
+
+@dataset("mcm", size_hint=lambda rows, **rest: CALLS.append(("rest", rows, rest.get("seed"))) or rest["seed"])
+def reading_hint(rows: int, seed: int = 0):
+    raise AssertionError("a size hint never makes the instance")
+
+
+def test_a_hint_with_a_catch_all_spelled_underscore_is_asked_once_per_named_arguments():
+    CALLS.clear()
+    named, reading = f"{__name__}.named_hint", f"{__name__}.reading_hint"
+    values = [spec_size_hint({"_target_": named, "rows": 5, "seed": s}) for s in range(100)]
+    assert values == [5 * 2 * sizes.BYTES_PER_ENTRY] * 100 and CALLS == [("named", 5)]
+    assert spec_size_hint({"_target_": named, "rows": 6, "seed": 1}) == 6 * 2 * sizes.BYTES_PER_ENTRY
+    # a value of another type is another key: 1 is a count, True is not
+    assert spec_size_hint({"_target_": named, "rows": 1}) == 2 * sizes.BYTES_PER_ENTRY
+    assert spec_size_hint({"_target_": named, "rows": True}) is None
+    assert spec_size_hint({"_target_": named, "rows": [1]}) is None  # unhashable: asked, refused
+    # a catch-all of another name may read anything: asked for every spec
+    CALLS.clear()
+    assert [spec_size_hint({"_target_": reading, "rows": 5, "seed": s}) for s in (3, 4, 3)] == [3, 4, 3]
+    assert CALLS == [("rest", 5, 3), ("rest", 5, 4), ("rest", 5, 3)]
+
+
 def test_size_hint_must_be_callable():
     with pytest.raises(TypeError, match="size_hint must be callable"):
         dataset("mcm", size_hint=42)

@@ -48,6 +48,9 @@ def dataset(
         with a spec's arguments as keywords (take ``**_`` for the others), without making
         the instance: the runner submits large instances first and ``run.batch`` cuts
         batches by bytes (:func:`spec_size_hint`). Helpers: :mod:`matchbench.datasets.sizes`.
+        A hint whose catch-all is spelled ``**_`` declares that the arguments it does not
+        name (``seed``) leave the size unchanged: its value is computed once per distinct
+        named arguments (a ``many:`` set of a million seeds asks once).
 
     Returns
     -------
@@ -123,21 +126,66 @@ def spec_size_hint(spec: Mapping[str, Any]) -> float | None:
         or gives no finite non-negative number for these arguments (a string where a
         count belongs, say): the size is then unknown. Never raises.
     """
-    import math
-
     try:
-        plain = _base_spec(_plain(spec))
+        plain = _plain(spec)
         hint = getattr(_resolve(plain.get("_target_")), "matchbench_size_hint", None)
     except Exception:  # load() reports an unknown target
         return None
     if hint is None:
         return None
+    names = _named_only(hint)
+    if names is None:
+        return _call_hint(hint, _base_spec(plain))
+    # one value per distinct named arguments (a many set's million specs differ in seed)
+    try:
+        # with each value's type: True == 1, but a hint takes 1 and refuses True
+        key = (hint, tuple((type(v), v) for v in (plain.get(k, _ABSENT) for k in names)))
+        return _HINT_VALUES[key]
+    except TypeError:  # an unhashable argument: no memo
+        return _call_hint(hint, _base_spec(plain))
+    except KeyError:
+        pass
+    value = _call_hint(hint, _base_spec(plain))
+    if len(_HINT_VALUES) >= _HINT_MEMO:
+        _HINT_VALUES.clear()
+    _HINT_VALUES[key] = value
+    return value
+
+
+def _call_hint(hint: Callable[..., Any], plain: Mapping[str, Any]) -> float | None:
+    import math
+
     try:
         value = hint(**{k: v for k, v in plain.items() if not str(k).startswith("_")})
         value = float(value)
     except Exception:  # arguments the generator would reject too: load() reports them
         return None
     return value if math.isfinite(value) and value >= 0 else None
+
+
+_ABSENT = object()
+#: ``(hint, its named arguments' values)`` -> the hint's value (see :func:`_named_only`)
+_HINT_VALUES: dict[tuple[Any, ...], float | None] = {}
+#: entries kept at most (the memo starts again past it)
+_HINT_MEMO = 1 << 16
+_NAMED: dict[Any, tuple[str, ...] | None] = {}
+
+
+def _named_only(hint: Callable[..., Any]) -> tuple[str, ...] | None:
+    """The arguments a size hint names, where its catch-all is spelled ``**_``: by this
+    convention it ignores the rest (``lambda n, **_: sizes.dense(n)`` ignores ``seed``), so
+    its value depends on the named ones only and is kept per their values. None for a
+    hint that may read anything (another catch-all, or no signature)."""
+    if hint not in _NAMED:
+        try:
+            params = inspect.signature(hint).parameters.values()
+        except (TypeError, ValueError):
+            _NAMED[hint] = None
+        else:
+            rest = [p for p in params if p.kind is p.VAR_KEYWORD]
+            ok = len(rest) == 1 and rest[0].name == "_" and not any(p.kind is p.VAR_POSITIONAL for p in params)
+            _NAMED[hint] = tuple(p.name for p in params if p.kind is not p.VAR_KEYWORD) if ok else None
+    return _NAMED[hint]
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:

@@ -440,16 +440,39 @@ def batch_key(task: Task) -> str:
     return json.dumps(shared, sort_keys=True, default=str)
 
 
-def _batch_keys(order: list[str], tasks: Mapping[str, Task]) -> dict[str, str]:
+def plan_batch_keys(plans: list[Any], tasks: Mapping[str, Task]) -> dict[str, str]:
+    """:func:`batch_key` of the tasks of plans that know their shared fields
+    (:attr:`Plan.shared <matchbench.runner.plan.Plan.shared>`): one per plan, as its
+    tasks share all but the per-instance fields by construction. Task id -> key, for the
+    tasks of ``tasks`` only."""
+    keys: dict[str, str] = {}
+    for plan in plans:
+        if getattr(plan, "shared", None) is None or not plan.tasks:
+            continue
+        key = batch_key(plan.tasks[0])
+        for t in plan.tasks:
+            if tasks.get(t.task_id) is t:
+                keys[t.task_id] = key
+    return keys
+
+
+def _batch_keys(order: list[str], tasks: Mapping[str, Task], known: Mapping[str, str] | None = None) -> dict[str, str]:
     """:func:`batch_key` of each task, its JSON made once per group of tasks with equal
     fields (45 us a task of a million-task plan otherwise): a task is compared with the
     last few groups' fields (tuple equality, which tries identity first: the plan's
-    tasks share their field objects), and only a task equal to none makes its own."""
+    tasks share their field objects), and only a task equal to none makes its own.
+    ``known``: keys already known (:func:`plan_batch_keys`), taken as they are."""
+    known = known or {}
+    if len(known) == len(order) and all(map(known.__contains__, order)):
+        return dict(known)
     names = [f.name for f in dataclasses.fields(tasks[order[0]])] if order else []
     get = operator.itemgetter(*[n for n in names if n not in _PER_INSTANCE])
     recent: list[tuple[Any, str]] = []  # (fields, key), the latest first
     keys: dict[str, str] = {}
     for tid in order:
+        if tid in known:
+            keys[tid] = known[tid]
+            continue
         task = tasks[tid]
         values = get(vars(task))
         for k, (seen, found) in enumerate(recent):
@@ -481,6 +504,7 @@ def make_batches(
     limit: BatchLimit,
     sizes: Mapping[str, float],
     workers: Mapping[str, int] | None = None,
+    keys: Mapping[str, str] | None = None,
 ) -> list[list[str]]:
     """Cut the ordered task ids into batches of tasks that can share a task process.
 
@@ -498,13 +522,15 @@ def make_batches(
         Device (``"cpu"``, ``"gpu"``) -> how many workers can run its tasks; with more than
         one, a group's batches also hold at most ``ceil(n / (BATCHES_PER_WORKER * workers))``
         of its ``n`` instances.
+    keys : mapping, optional
+        Task id -> :func:`batch_key`, where already known (:func:`plan_batch_keys`).
 
     Returns
     -------
     list of list of str
         The batches, each in the given order, listed in the order of their first member.
     """
-    keys = _batch_keys(order, tasks)
+    keys = _batch_keys(order, tasks, keys)
     group_n: dict[str, int] = {}
     device: dict[str, str] = {}
     for tid in order:

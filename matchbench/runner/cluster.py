@@ -161,18 +161,25 @@ def worker_memory_limit(value: Any, n_workers: int, total: int | None = None) ->
     return int(total // max(1, int(n_workers)))
 
 
-#: Tasks a local cluster's scheduler hands each worker thread at once (Dask's
-#: ``distributed.scheduler.worker-saturation``, 1.1 by default: the task running and one
-#: more). The scheduler of a local cluster shares the sweep's process, which is busy
-#: packing batches and writing rows; with one task in reserve a worker waited for it
-#: between batches. A million LAPs of n = 64 in batches of 10,000 ran at 179,922/s with
-#: Dask's value and 235,008/s with no limit on one H200 (docs/benchmarks/batch.md).
-LOCAL_WORKER_SATURATION = 4.0
+#: ``cluster.worker_saturation`` where the config has none: Dask's own (see
+#: :func:`worker_saturation`).
+LOCAL_WORKER_SATURATION = None
 
 
 def worker_saturation(value: Any) -> float | None:
     """``cluster.worker_saturation`` as Dask takes it: a number > 0 or ``inf``; None (null):
     Dask's own setting.
+
+    The tasks (here: batches) a local cluster's scheduler hands each worker thread at
+    once (``distributed.scheduler.worker-saturation``; Dask's 1.1 is the task running
+    and one more). The scheduler of a local cluster shares the sweep's process, which
+    packs batches and writes rows meanwhile. Measured on H200 machines (a million LAPs
+    of n = 64 in batches of 10,000, docs/benchmarks/batch.md): ``inf`` (every batch
+    handed out at once) gave 235,008/s and 252,144/s, Dask's 1.1 gave 179,922/s on one
+    machine and 234,746/s on another, 4 gave 217,219/s and 234,532/s: within the spread
+    between machines, so the default stays Dask's. ``inf`` gives up the scheduler's
+    queue (a worker's share is fixed when it is submitted, then rebalanced by work
+    stealing), which has not been measured on several GPUs.
 
     >>> worker_saturation(4), worker_saturation("inf"), worker_saturation(None)
     (4.0, inf, None)

@@ -526,7 +526,7 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
     """
     from distributed import as_completed
 
-    from matchbench.runner.batch import batch_id, make_batches
+    from matchbench.runner.batch import batch_id, make_batches, plan_batch_keys
     from matchbench.runner.cluster import (
         cpu_workers,
         dashboard_line,
@@ -546,7 +546,8 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
     if batch is None:
         units = [(tid, [tid], False) for tid in order]
     else:
-        groups = make_batches(order, tasks, batch, sizes, {"gpu": n_gpu, "cpu": n_cpu or n_workers})
+        groups = make_batches(order, tasks, batch, sizes, {"gpu": n_gpu, "cpu": n_cpu or n_workers},
+                              plan_batch_keys(plans, tasks))
         units = [(batch_id(ids), ids, True) for ids in groups]
     per = f" in {len(units)} batch(es) of at most {batch}" if batch is not None else ""
     stream.write(f"matchbench run {run_id}: {len(tasks)} task(s){per} from {len(plans)} job(s)\n")

@@ -120,6 +120,9 @@ class Task:
 
 
 
+_TASK_FIELDS = frozenset(f.name for f in dataclasses.fields(Task))
+
+
 @dataclass
 class Plan:
     """One Hydra job's tasks, its run settings and its provenance."""
@@ -379,6 +382,11 @@ def build_plan(
         "time_limit_s": run_opts.get("time_limit_s"),
         "isolate": bool(run.get("isolate", True)),
     }
+    # Each task made as Task(**fields) would make it, without the frozen dataclass's
+    # __init__ (a setattr per field: 3.5 us a task, against 0.4), where the fields are
+    # all there: every field but the three per instance is in ``common``.
+    whole = set(common) | {"task_id", "instance_spec", "instance_key"} == _TASK_FIELDS
+    new = object.__new__
     families: dict[str, str | None] = {}  # by target: 10,000 specs of one generator resolve once
     for spec in specs:
         target = str(spec.get("_target_"))
@@ -394,6 +402,13 @@ def build_plan(
             ikey = instance_key(frozen, frozen=True)
         except Exception:  # a spec that is no plain data: its load gives the error row
             ikey = None
-        plan.tasks.append(Task(task_id=tid, instance_spec=spec, instance_key=ikey, **common))
+        if whole:
+            task = new(Task)
+            fields = task.__dict__
+            fields.update(common)
+            fields.update(task_id=tid, instance_spec=spec, instance_key=ikey)
+        else:
+            task = Task(task_id=tid, instance_spec=spec, instance_key=ikey, **common)
+        plan.tasks.append(task)
     plan.shared = {k: v for k, v in common.items() if k != "provenance"}
     return plan
