@@ -458,3 +458,61 @@ def test_task_ids_of_a_plan_equal_the_canonical_json_of_the_whole_task():
                 blob = json.dumps(frozen_targets([a, s, t]), sort_keys=True, default=str)
                 want = hashlib.sha1(blob.encode()).hexdigest()[:16]
                 assert ids(frozen_targets(s)) == task_id(a, s, t) == want
+
+
+MANY_RGG = {"_target_": "matchbench.families.mcm.datasets.rgg"}
+
+
+@pytest.mark.filterwarnings("ignore:_target_ matchbench.datasets.generators.rgg:FutureWarning")
+@pytest.mark.parametrize(
+    "dataset",
+    [
+        {"name": "m", "many": MANY_RGG | {"scale": 6}, "count": 9, "seed": 3},
+        {"name": "m", "many": MANY_RGG, "count": 9, "draw": {"scale": [5, 9]}},
+        {"name": "m", "many": MANY_RGG, "count": 9, "draw": {"scale": {"low": 4, "high": 9, "log": True}}, "rcp": "both"},
+        {"name": "m", "many": MANY_RGG | {"radius_factor": 1.5}, "count": 5, "rcp": True, "rcp_seed": 7},
+        {"name": "m", "many": {"_target_": "matchbench.datasets.generators.rgg", "scale": 5}, "count": 4},  # old spelling
+        {"instances": [MANY_RGG | {"scale": 5, "seed": 1}, MANY_RGG | {"scale": 5, "seed": 2},
+                       MANY_RGG | {"scale": 5, "seed": True}, MANY_RGG | {"scale": 5, "seed": 4.0},
+                       MANY_RGG | {"scale": 6, "seed": 5, "extra": [1, {"a": None}]},
+                       {"seed": 6, "scale": 5} | MANY_RGG, MANY_RGG | {"scale": 5, "seed": -3}]},
+        {"instances": [MANY_RGG | {"scale": 5, "seed": 1, "rcp_seed": 1}, MANY_RGG | {"scale": 5, "seed": 1, "rcp_seed": 2},
+                       MANY_RGG | {"scale": 5, "seed": 1, "rcp_seed": 3}]},
+    ],
+)
+def test_a_plans_ids_and_keys_are_those_of_each_spec_alone(tmp_path, dataset):
+    """The planner fills a many set's integers into its first spec's texts (_Filled):
+    every task's id and instance key must be what its own spec gives."""
+    from matchbench.runner.plan import build_plan
+
+    algorithm = {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"}
+    plan = build_plan({"algorithm": algorithm, "dataset": dataset, "gpu": {"repetitions": 2, "warmup": 1},
+                       "run": {"results_dir": str(tmp_path)}, "data_dir": str(tmp_path)})
+    assert plan.tasks and not plan.error_rows
+    for t in plan.tasks:
+        assert t.task_id == task_id(algorithm, t.instance_spec, {"repetitions": 2, "warmup": 1})
+        assert t.instance_key == instance_key(t.instance_spec)
+
+
+def test_filled_texts_refuse_what_is_not_the_first_specs_form():
+    import json
+
+    from matchbench.core.legacy import frozen_targets
+    from matchbench.datasets.specs import canonical_spec
+    from matchbench.runner.plan import _canonical_json, _filled_for
+
+    base = MANY_RGG | {"scale": 5, "rcp": False}
+    specs = [dict(base, seed=i) for i in range(3)]
+    filled = _filled_for(specs)
+    assert filled is not None and filled.varying == ("seed",)
+    for spec in [dict(base, seed=10**30), dict(base, seed=-5), specs[2]]:
+        frozen = frozen_targets(spec)
+        assert filled.texts(spec) == (_canonical_json(frozen), canonical_spec(frozen))
+    for odd in [dict(base, seed=True), dict(base, seed=2.0), dict(base, seed=None), dict(base, seed="3"),
+                {k: v for k, v in base.items()}, dict(base, seed=1, more=1), dict(base, seed=1, scale=5.0),
+                dict(base, seed=1, _target_="x.y"), json.loads(json.dumps(dict(base, seed=1))), [1]]:
+        assert filled.texts(odd) is None, odd
+    # a value that leaves the instance key (rcp_seed without rcp) or that is not an int: no filling
+    assert _filled_for([dict(base, rcp_seed=i) for i in range(3)]) is None
+    assert _filled_for([dict(base, seed=float(i)) for i in range(3)]) is None
+    assert _filled_for(specs[:2]) is None

@@ -250,8 +250,24 @@ def instance_key(spec: Mapping[str, Any], *, frozen: bool = False) -> str:
     the disk cache's file names, are those of the specs before the move, for either
     spelling of the target.
     """
-    canonical = _canonical(spec if frozen else frozen_targets(_plain(spec)))
+    return key_of_canonical(_canonical(spec if frozen else frozen_targets(_plain(spec))))
+
+
+def key_of_canonical(canonical: str) -> str:
+    """:func:`instance_key` of a spec from its canonical JSON (:func:`canonical_spec`)."""
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def canonical_spec(frozen: Mapping[str, Any]) -> str:
+    """The canonical JSON that :func:`instance_key` hashes, of a spec in
+    :func:`~matchbench.core.legacy.frozen_targets`'s form.
+
+    Raises
+    ------
+    DatasetError
+        For a spec that is no plain JSON data, or a bad ``rcp``.
+    """
+    return _canonical(frozen)
 
 
 def _base_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
