@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from matchbench.core.paths import missing_file, resolve_path
+
 #: Error-row stages of :func:`matchbench.runner.plan.build_plan` that are settings.
 SETTING_STAGES = ("algorithm config:", "init config:", "dataset config:")
 #: A value OmegaConf leaves for a mandatory option nobody set.
@@ -48,12 +50,11 @@ def _timing_problems(gpu: dict[str, Any], run: dict[str, Any]) -> list[str]:
 
 
 def _spec_problems(spec: dict[str, Any], data_dir: Any, check_files: bool) -> list[str]:
-    from matchbench.core.paths import missing_file, resolve_path
-
     out = []
-    for key, value in spec.items():
-        if value == MISSING:
-            out.append(f"dataset.{key} is mandatory here and was not given (add dataset.{key}=...)")
+    if MISSING in spec.values():  # (one C-level scan: a plan holds a million specs)
+        for key, value in spec.items():
+            if value == MISSING:
+                out.append(f"dataset.{key} is mandatory here and was not given (add dataset.{key}=...)")
     path = spec.get("path")
     if check_files and isinstance(path, str) and path and path != MISSING:
         why = missing_file(resolve_path(path, data_dir))
