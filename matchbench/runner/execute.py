@@ -580,7 +580,8 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
 
     if warming is not None:
         warming.join(timeout=20)  # an optimization: never a reason to wait long
-    warm = _warm_instances(client, [[tasks[tid] for tid in ids] for _, ids, _ in units], n_gpu, n_cpu, stream)
+    warm = (_warm_instances(client, [[tasks[tid] for tid in ids] for _, ids, _ in units], n_gpu, n_cpu, stream)
+            if n_gpu and n_cpu else {})  # (the units' tasks, a million lookups, only where needed)
     futures: dict[Any, tuple[str, list[str], bool]] = {}
     packer = Packer(plans, tasks) if batch is not None else None
 
