@@ -611,9 +611,9 @@ def _plan_frozen() -> Iterator[None]:
     """The plan's objects (a Task and its dicts per instance: millions in a large sweep)
     out of the cycle collector's sight while the sweep is ordered, submitted and its
     results come in (``gc.freeze``): its full passes over them cost the client more than
-    the batches' rows, and, while it submitted, stalled the scheduler that shares its
-    process. Reference counting still frees everything; what the sweep makes later is
-    collected as usual."""
+    the batches' rows (with 300,000 tasks planned, packing a batch of 10,000 took 49 ms
+    with the collector watching them and 22 ms without). Reference counting still frees
+    everything; what the sweep makes later is collected as usual."""
     import gc
 
     gc.freeze()
