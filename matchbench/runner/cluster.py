@@ -161,11 +161,6 @@ def worker_memory_limit(value: Any, n_workers: int, total: int | None = None) ->
     return int(total // max(1, int(n_workers)))
 
 
-#: ``cluster.worker_saturation`` where the config has none: Dask's own (see
-#: :func:`worker_saturation`).
-LOCAL_WORKER_SATURATION = None
-
-
 def worker_saturation(value: Any) -> float | None:
     """``cluster.worker_saturation`` as Dask takes it: a number > 0 or ``inf``; None (null):
     Dask's own setting.
@@ -175,9 +170,9 @@ def worker_saturation(value: Any) -> float | None:
     and one more). The scheduler of a local cluster shares the sweep's process, which
     packs batches and writes rows meanwhile. Measured on H200 machines (a million LAPs
     of n = 64 in batches of 10,000, docs/benchmarks/batch.md): ``inf`` (every batch
-    handed out at once) gave 235,008/s and 252,144/s, Dask's 1.1 gave 179,922/s on one
-    machine and 234,746/s on another, 4 gave 217,219/s and 234,532/s: within the spread
-    between machines, so the default stays Dask's. ``inf`` gives up the scheduler's
+    handed out at once) gave 235,008/s, 252,144/s and 190,078/s on three machines, Dask's
+    1.1 gave 179,922/s, 234,746/s and 210,483/s on the same three, 4 gave 217,219/s and
+    234,532/s: within the spread between machines, so the default stays Dask's. ``inf`` gives up the scheduler's
     queue (a worker's share is fixed when it is submitted, then rebalanced by work
     stealing), which has not been measured on several GPUs.
 
@@ -518,7 +513,7 @@ def make_client(cfg: dict[str, Any]) -> Iterator[Any]:
     allowed = int(cfg.get("allowed_failures", 1))
     settings: dict[str, Any] = {"distributed.scheduler.allowed-failures": allowed}
     if kind in ("auto", "local_cpu", "local_cuda"):  # a scheduler this process starts
-        saturation = worker_saturation(cfg.get("worker_saturation", LOCAL_WORKER_SATURATION))
+        saturation = worker_saturation(cfg.get("worker_saturation"))
         if saturation is not None:
             settings["distributed.scheduler.worker-saturation"] = saturation
     with dask.config.set(settings):
