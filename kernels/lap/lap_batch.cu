@@ -309,3 +309,97 @@ LAP_BATCH_ENTRY(lap_batch_sap_smem_i32, int, long long, true)
 LAP_BATCH_ENTRY(lap_batch_sap_smem_i64, long long, long long, true)
 LAP_BATCH_ENTRY(lap_batch_sap_smem_f32, float, double, true)
 LAP_BATCH_ENTRY(lap_batch_sap_smem_f64, double, double, true)
+
+// ---- A stack already on the device: matchbench.lap.solve_batch (families/lap/api.py) ----
+// Around the one launch above, three small kernels keep the call at the kernel's own
+// cost: the launch's meta rows made on the device (no host table to copy up), the
+// answers finished in one pass (the int64 assignment and the objective from the caller's
+// costs, a warp per problem), and, for float costs, the value check as one read of the
+// stack. None of them is part of the papers' algorithm.
+
+// meta[k] = {k n^2, k n, n} for the back-to-back (B, n, n) stack; *first_bad = B (no
+// failed block yet: lap_batch_finish lowers it to the first failed problem's index).
+extern "C" __global__ void lap_batch_stack_meta(lap_batch_meta* meta, long long B, long long n,
+                                                unsigned long long* first_bad) {
+  MB_GRID_STRIDE(k, B) {
+    meta[k].cost_off = k * n * n;
+    meta[k].vec_off = k * n;
+    meta[k].n = n;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) *first_bad = (unsigned long long)B;
+}
+
+// Problem k (one warp; blockDim a multiple of 32): assign[k, i] = r2c[k, i] for its r
+// real rows (r2c rows have stride N, the padded square size), objective[k] = the sum of
+// W[k, i, assign[k, i]] over the caller's (B, r, s) costs W, in the dual type (exact int64
+// for integer costs). A problem whose block reported an error (stats[k, 1] != 0) lowers
+// *first_bad to k; its column indices are not trusted (out-of-range ones add nothing).
+template <typename cost_t, typename D>
+__device__ __forceinline__ void lap_batch_finish(const cost_t* __restrict__ W,
+                                                 const int* __restrict__ r2c,
+                                                 const long long* __restrict__ stats, long long B,
+                                                 long long r, long long s, long long N,
+                                                 long long* assign, D* objective,
+                                                 unsigned long long* first_bad) {
+  const int lane = threadIdx.x & 31;
+  const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+  // k is the same for the 32 lanes of a warp, so the shuffles below see whole warps
+  for (long long k = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5; k < B; k += warps) {
+    const cost_t* Wk = W + k * r * s;
+    D acc = 0;
+    for (long long i = lane; i < r; i += 32) {
+      const int j = r2c[k * N + i];
+      assign[k * r + i] = j;
+      if (j >= 0 && j < s) acc += (D)Wk[i * s + j];
+    }
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if (lane == 0) {
+      objective[k] = acc;
+      if (stats[3 * k + 1] != 0) atomicMin(first_bad, (unsigned long long)k);
+    }
+  }
+}
+
+#define LAP_BATCH_FINISH(NAME, COST, DUAL)                                                    \
+  extern "C" __global__ void NAME(const COST* W, const int* r2c, const long long* stats,    \
+                                  long long B, long long r, long long s, long long N,          \
+                                  long long* assign, DUAL* objective,                         \
+                                  unsigned long long* first_bad) {                            \
+    lap_batch_finish<COST, DUAL>(W, r2c, stats, B, r, s, N, assign, objective, first_bad);   \
+  }
+
+LAP_BATCH_FINISH(lap_batch_finish_i32, int, long long)
+LAP_BATCH_FINISH(lap_batch_finish_i64, long long, long long)
+LAP_BATCH_FINISH(lap_batch_finish_f32, float, double)
+LAP_BATCH_FINISH(lap_batch_finish_f64, double, double)
+
+// top[k] = max |C[k, e]| over problem k's `per` costs, +inf if one is not finite; one
+// block per problem (blockDim a multiple of 32, at most 1024).
+template <typename T>
+__device__ __forceinline__ void lap_batch_absmax(const T* __restrict__ C, long long per,
+                                                 double* top) {
+  __shared__ double warp_max[32];
+  const double inf = __longlong_as_double(0x7ff0000000000000LL);
+  const T* Ck = C + (long long)blockIdx.x * per;
+  double m = 0.0;
+  for (long long e = threadIdx.x; e < per; e += blockDim.x) {
+    const double x = (double)Ck[e];
+    m = fmax(m, isfinite(x) ? fabs(x) : inf);
+  }
+  for (int o = 16; o > 0; o >>= 1) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  if (lane == 0) warp_max[warp] = m;
+  __syncthreads();
+  if (warp == 0) {
+    m = lane < nw ? warp_max[lane] : 0.0;
+    for (int o = 16; o > 0; o >>= 1) m = fmax(m, __shfl_xor_sync(0xffffffffu, m, o));
+    if (lane == 0) top[blockIdx.x] = m;
+  }
+}
+
+extern "C" __global__ void lap_batch_absmax_f32(const float* C, long long per, double* top) {
+  lap_batch_absmax<float>(C, per, top);
+}
+extern "C" __global__ void lap_batch_absmax_f64(const double* C, long long per, double* top) {
+  lap_batch_absmax<double>(C, per, top);
+}

@@ -372,11 +372,11 @@ def test_verify_catches_a_planted_wrong_answer_on_the_gpu(monkeypatch):
 
     real = api._solve_device
 
-    def wrong(sq, tpb):
-        a, u, v = real(sq, tpb)
+    def wrong(sq, work, tpb):
+        a, objective, u, v = real(sq, work, tpb)
         u = u.copy()
         u[7, 2] -= 1  # row 2's assigned cell no longer tight
-        return a, u, v
+        return a, objective, u, v
 
     monkeypatch.setattr(api, "_solve_device", wrong)
     c = cp.asarray(np.random.default_rng(6).integers(0, 99, (10, 20, 20)).astype(np.int64))
@@ -424,3 +424,79 @@ def test_a_stack_on_another_gpu_is_solved_there():
     for x in (res.assignment, res.objective, res.u, res.v):
         assert x.device.id == 1
     _check(c, res, False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_the_finish_kernel_gathers_sums_and_finds_the_first_failed_block(dtype):
+    """``lap_batch_finish_*`` directly: the int64 assignment of the r real rows, each
+    objective from the caller's costs (exact for integers), out-of-range columns adding
+    nothing, and the first problem whose stats carry an error code."""
+    import cupy as cp
+
+    from matchbench.families.lap.batch_gpu import DTYPE_SUFFIX
+    from matchbench.gpu.kernels import get_module
+
+    rng = np.random.default_rng(12)
+    B, r, N = 37, 45, 50
+    W = _stack(rng, B, r, N, dtype, lo=-1000, hi=1000)
+    r2c = np.stack([rng.permutation(N)[:N] for _ in range(B)]).astype(np.int32)
+    r2c[3, 4] = -1
+    r2c[6, 0] = N + 7  # a failed block's garbage: adds nothing
+    stats = np.zeros((B, 3), np.int64)
+    stats[[9, 5, 30], 1] = [2, 1, 3]
+    dual = np.int64 if np.dtype(dtype).kind == "i" else np.float64
+    assign = cp.full((B, r), -5, dtype=cp.int64)
+    obj = cp.zeros(B, dtype=dual)
+    first = cp.asarray(np.array([B], np.uint64))
+    get_module("lap_batch").get_function(f"lap_batch_finish_{DTYPE_SUFFIX[np.dtype(dtype)]}")(
+        (3,), (64,),  # 8 warps for 37 problems: the grid-stride loop too
+        (cp.asarray(W), cp.asarray(r2c), cp.asarray(stats), np.int64(B), np.int64(r), np.int64(N),
+         np.int64(N), assign, obj, first),
+    )
+    np.testing.assert_array_equal(assign.get(), r2c[:, :r].astype(np.int64))
+    for k in range(B):
+        cols = r2c[k, :r]
+        ok = (cols >= 0) & (cols < N)
+        want = W[k][np.flatnonzero(ok), cols[ok]].astype(dual).sum()
+        got = obj[k].get()
+        assert got == want if dual is np.int64 else abs(got - want) <= 1e-9 * max(1.0, abs(want))
+    assert int(first.get()[0]) == 5
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_value_check_kernel_is_the_largest_magnitude_or_inf(dtype):
+    import cupy as cp
+
+    rng = np.random.default_rng(13)
+    c = (rng.random((23, 17, 29)) * 2000 - 1000).astype(dtype)
+    c[4, 3, 2] = np.nan
+    c[7, 0, 0] = -np.inf
+    c[11, 16, 28] = np.inf
+    c[15, 5, 5] = -1e30 if dtype is np.float64 else -3e38
+    top = api._abs_max(cp, cp.asarray(c))
+    want = np.abs(c.reshape(23, -1).astype(np.float64))
+    want = np.where(np.isfinite(want), want, np.inf).max(axis=1)
+    np.testing.assert_array_equal(top, want)
+    np.testing.assert_array_equal(api._abs_max(np, c), want)
+
+
+@pytest.mark.gpu
+def test_gpu_value_errors_name_the_problem():
+    import cupy as cp
+
+    c = cp.ones((6, 4, 5), dtype=cp.float64)
+    c[4, 1, 3] = 1e307  # 4 * 5 * 1e307 overflows float64
+    with pytest.raises(ValueError, match="problem 4: cost magnitudes up to 1e\\+307"):
+        solve_batch(c)
+    c = cp.ones((6, 4, 5), dtype=cp.float32)
+    c[3, 2, 1] = -cp.inf
+    c[5, 0, 0] = cp.nan
+    with pytest.raises(ValueError, match=r"problem 3: cost c\[2, 1\] = -inf is not finite \(1 such"):
+        solve_batch(c)
+    lim = (2**62) // (2 * 5 + 2)
+    c = cp.zeros((3, 5, 4), dtype=cp.int64)
+    c[1, 0, 0] = -(lim + 1)
+    with pytest.raises(ValueError, match=f"problem 1: int64 costs up to {lim + 1} are too large"):
+        solve_batch(c)

@@ -246,6 +246,32 @@ def test_stack_file_for_a_gpu_task_gives_the_same_instances(tmp_path, gpu):
         L.stack_bulk([{"path": str(tmp_path / "s.npy"), "seed": 40}], device="gpu")
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("rows, threads, buffers", [(3, 4, 3), (1, 1, 2), (7, 16, 3), (5, 2, 4)])
+def test_a_stack_read_in_many_chunks_is_the_files_matrices(monkeypatch, rows, threads, buffers):
+    """The pinned pipeline of ``_device_stack`` over many chunks (a chunk of ``rows``
+    matrices, ``buffers`` pinned buffers, ``threads`` readers): every matrix where it
+    belongs, for consecutive and gathered indices, a last chunk short or full."""
+    data = np.random.default_rng(4).integers(-(2**31), 2**31 - 1, size=(61, 33, 33), dtype=np.int64).astype(np.int32)
+    one = data[0].nbytes
+    monkeypatch.setattr(L, "STACK_UPLOAD_CHUNK_BYTES", rows * one)
+    monkeypatch.setattr(L, "STACK_UPLOAD_BUFFERS", buffers)
+    monkeypatch.setattr(L, "read_threads", lambda: threads)
+    rng = np.random.default_rng(rows)
+    for idx in (np.arange(61), np.arange(10, 40), rng.permutation(61)[:50], np.arange(0, 61, 2)[::-1]):
+        dev = L._device_stack(data, np.asarray(idx, dtype=np.int64))
+        assert dev is not None, "the device copy failed"
+        assert dev.get().tobytes() == data[idx].tobytes()
+
+
+def test_read_threads_stay_within_the_cpus_and_the_cap():
+    import os
+
+    n = L.read_threads()
+    assert 1 <= n <= L.STACK_READ_THREADS_MAX
+    assert n <= len(os.sched_getaffinity(0))
+
+
 def test_stack_file_is_read_as_its_matrices(tmp_path):
     rng = np.random.default_rng(0)
     data = rng.integers(0, 100, size=(5, 4, 4), dtype=np.int32)

@@ -5,8 +5,9 @@ The runner feeds :class:`~matchbench.families.lap.batch_gpu.HungarianBatchGPU` a
 problems as one array instead (a ``(B, n, m)`` stack of cost matrices made on the GPU by
 the previous step of a training loop, or one per frame of a tracker) and wants the answers
 as arrays on the same device. :func:`solve_batch` solves such a stack with the same kernel
-and launch (:func:`~matchbench.families.lap.batch_gpu.solve_stack`: the stack is the
-launch's cost array, one thread block per problem), or, for NumPy input where no GPU is
+and launch (:func:`~matchbench.families.lap.batch_gpu.solve_stack_finished`: the stack is
+the launch's cost array, one thread block per problem; the assignment and objectives are
+finished on the device), or, for NumPy input where no GPU is
 usable, with SciPy and the LAP verifier's dual derivation. Every answer carries its duals,
 so :func:`~matchbench.families.lap.bulk.certify_stack` certifies it (``verify=True``).
 """
@@ -146,6 +147,7 @@ def solve_batch(
     stack = arr[None] if single else arr
     # every array made and every kernel launched on the input's GPU, not the current one
     with contextlib.nullcontext() if xp is np else arr.device:
+        stack = xp.ascontiguousarray(stack)  # the kernels read (B, n, m) back to back; a copy only if strided
         _check_values(xp, stack)
         out = _solve(xp, stack, bool(maximize), tpb)
         if verify and out.assignment.shape[0]:
@@ -205,17 +207,16 @@ def _check_values(xp: Any, c: Any) -> None:
         return
     size = max(n, m)  # the padded square problem's n
     if c.dtype.kind == "f":
-        bad = ~xp.isfinite(c)
-        per = _host(bad.reshape(B, -1).any(axis=1))
-        if per.any():
-            k = int(np.flatnonzero(per)[0])
-            e = int(_host(xp.argmax(bad[k].ravel())))
+        top = _abs_max(xp, c)
+        if not np.isfinite(top).all():
+            k = int(np.flatnonzero(~np.isfinite(top))[0])
+            bad = ~xp.isfinite(c[k])
+            e = int(_host(xp.argmax(bad.ravel())))
             i, j = divmod(e, m)
             raise ValueError(
                 f"{_WHO}: problem {k}: cost c[{i}, {j}] = {float(_host(c[k, i, j]))} is not "
-                f"finite ({int(_host(bad[k].sum()))} such entries)"
+                f"finite ({int(_host(bad.sum()))} such entries)"
             )
-        top = _host(xp.abs(c).reshape(B, -1).max(axis=1)).astype(np.float64)
         with np.errstate(over="ignore"):
             over = ~np.isfinite(top * 4.0 * size)
         if over.any():
@@ -228,13 +229,33 @@ def _check_values(xp: Any, c: Any) -> None:
         lim = (2**62) // (2 * size + 2)
         hi = _host(c.reshape(B, -1).max(axis=1))
         lo = _host(c.reshape(B, -1).min(axis=1))
-        for k in range(B):
+        over = (hi > lim) | (lo < -lim)
+        if over.any():
+            k = int(np.flatnonzero(over)[0])
             big = max(int(hi[k]), -int(lo[k]))
-            if big > lim:
-                raise ValueError(
-                    f"{_WHO}: problem {k}: int64 costs up to {big} are too large for exact "
-                    f"dual arithmetic at n = {size} (limit {lim})"
-                )
+            raise ValueError(
+                f"{_WHO}: problem {k}: int64 costs up to {big} are too large for exact "
+                f"dual arithmetic at n = {size} (limit {lim})"
+            )
+
+
+def _abs_max(xp: Any, c: Any) -> np.ndarray:
+    """Each problem's largest ``|cost|`` (float64, on the host), ``inf`` where one is NaN or
+    infinite. On the GPU one read of the stack (``lap_batch_absmax_*``, a block per
+    problem), not the whole-stack temporaries of ``isfinite`` and ``abs``."""
+    B = int(c.shape[0])
+    if xp is np:
+        with np.errstate(invalid="ignore"):
+            a = np.abs(c.reshape(B, -1)).astype(np.float64)
+        return np.where(np.isfinite(a), a, np.inf).max(axis=1)
+    from matchbench.families.lap.batch_gpu import DTYPE_SUFFIX
+    from matchbench.gpu.kernels import get_module
+
+    cc = xp.ascontiguousarray(c)
+    top = xp.empty(B, dtype=np.float64)
+    kern = get_module("lap_batch").get_function(f"lap_batch_absmax_{DTYPE_SUFFIX[np.dtype(c.dtype)]}")
+    kern((B,), (256,), (cc, np.int64(cc[0].size), top))
+    return top.get()
 
 
 def _gpu_usable() -> bool:
@@ -254,7 +275,9 @@ def _solve(xp: Any, c: Any, maximize: bool, tpb: int) -> BatchAssignment:
         a = xp.zeros((B, r), dtype=np.int64)
         u = xp.zeros((B, r), dtype=dual)
         v = xp.zeros((B, s), dtype=dual)
+        objective = xp.zeros(B, dtype=dual)
     else:
+        work = xp.ascontiguousarray(work)  # a copy only for a transposed or strided input
         signed = work
         if maximize:
             if signed.dtype == np.int32 and bool(_host((signed == np.iinfo(np.int32).min).any())):
@@ -264,20 +287,17 @@ def _solve(xp: Any, c: Any, maximize: bool, tpb: int) -> BatchAssignment:
             sq = xp.full((B, s, s), PAD_COST, dtype=signed.dtype)
             sq[:, :r, :] = signed
         else:
-            sq = xp.ascontiguousarray(signed)
+            sq = signed
         if xp is np:
             sq_a, sq_u, sq_v = _solve_host(sq, tpb)
+            a = sq_a[:, :r]
+            # the objective, from the caller's costs in the working orientation
+            objective = np.take_along_axis(work, a[:, :, None], axis=2)[:, :, 0].astype(dual).sum(axis=1)
         else:
-            sq_a, sq_u, sq_v = _solve_device(sq, tpb)
-        a, u, v = _rectangular_duals(xp, sq_a, sq_u, sq_v, r)
+            a, objective, sq_u, sq_v = _solve_device(sq, work, tpb)
+        u, v = _rectangular_duals(xp, sq_u, sq_v, r)
         if maximize:
             u, v = -u, -v
-    # the objective, from the caller's costs in the working orientation
-    if r:
-        picked = xp.take_along_axis(work, a[:, :, None], axis=2)[:, :, 0]
-        objective = picked.astype(dual).sum(axis=1)
-    else:
-        objective = xp.zeros(B, dtype=dual)
     if wide:  # back to the caller's orientation: rows at most once, columns exactly once
         row_to_col = xp.full((B, n), -1, dtype=np.int64)
         if r and B:
@@ -290,12 +310,15 @@ def _solve(xp: Any, c: Any, maximize: bool, tpb: int) -> BatchAssignment:
     return BatchAssignment(a, objective, u, v)
 
 
-def _solve_device(sq: Any, tpb: int) -> tuple[Any, Any, Any]:
-    """Square (B, N, N) CuPy stack -> assignment, u, v on the device (one launch)."""
-    from matchbench.families.lap.batch_gpu import solve_stack
+def _solve_device(sq: Any, work: Any, tpb: int) -> tuple[Any, Any, Any, Any]:
+    """Square (B, N, N) CuPy stack ``sq`` -> the assignment of ``work``'s r rows (int64),
+    the objectives summed from ``work`` (the caller's (B, r, N) costs, contiguous), and
+    the square problems' u, v: one launch and one host synchronization
+    (:func:`~matchbench.families.lap.batch_gpu.solve_stack_finished`)."""
+    from matchbench.families.lap.batch_gpu import solve_stack_finished
 
-    ans = solve_stack(sq, threads_per_block=tpb)
-    return ans.row_to_col.astype(np.int64), ans.u, ans.v
+    ans = solve_stack_finished(sq, work, threads_per_block=tpb)
+    return ans.assignment, ans.objective, ans.u, ans.v
 
 
 def _solve_host(sq: np.ndarray, tpb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -312,7 +335,8 @@ def _solve_host(sq: np.ndarray, tpb: int) -> tuple[np.ndarray, np.ndarray, np.nd
         from matchbench.families.lap import batch_gpu as LB
 
         if LB.smem_bytes(N, sq.dtype.itemsize, False) <= LB._smem_limit():
-            a, u, v = _solve_device(cupy.asarray(sq), tpb)
+            dev = cupy.asarray(sq)
+            a, _objective, u, v = _solve_device(dev, dev, tpb)
             return a.get(), u.get(), v.get()
     from scipy.optimize import linear_sum_assignment
 
@@ -333,8 +357,8 @@ def _solve_host(sq: np.ndarray, tpb: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return a, u, v
 
 
-def _rectangular_duals(xp: Any, a: Any, u: Any, v: Any, r: int) -> tuple[Any, Any, Any]:
-    """The answer and duals of the ``r x N`` problem from those of its padded square one.
+def _rectangular_duals(xp: Any, u: Any, v: Any, r: int) -> tuple[Any, Any]:
+    """The duals of the ``r x N`` problem from those of its padded square one.
 
     Rows ``r..N-1`` are dummies of equal cost; in an optimal square dual solution they all
     carry the same dual ``U`` (each is tight on its own column and feasible on the
@@ -343,8 +367,8 @@ def _rectangular_duals(xp: Any, a: Any, u: Any, v: Any, r: int) -> tuple[Any, An
     LP's ``v <= 0``, zero on unassigned columns (exactly for integer costs; for float
     costs within rounding, clipped at 0 from above, which keeps feasibility).
     """
-    N = int(a.shape[1])
+    N = int(u.shape[1])
     if r == N:
-        return a, u, v
+        return u, v
     shift = u[:, r:].max(axis=1)[:, None]
-    return a[:, :r], u[:, :r] - shift, xp.minimum(v + shift, 0)
+    return u[:, :r] - shift, xp.minimum(v + shift, 0)

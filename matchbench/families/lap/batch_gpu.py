@@ -37,8 +37,10 @@ bit for bit.
 Stacks on the device. :func:`solve_stack` launches the same kernel on a contiguous
 ``(B, n, n)`` CuPy array as it is: a batch of one size and dtype is one group whose
 back-to-back layout is the stack's own, so nothing is packed, copied or built as a
-:class:`CostMatrix` (:func:`matchbench.lap.solve_batch` is its public face). Both paths
-share :func:`device_launch`, :func:`launch` and :func:`check_stats`.
+:class:`CostMatrix`. Both paths share :func:`device_launch`, :func:`launch` and
+:func:`check_stats`. :func:`solve_stack_finished`, behind :func:`matchbench.lap.solve_batch`,
+is the same launch with its meta rows made and its answers finished on the device, out of
+one allocation and with one host synchronization.
 
 Timing. ``prepare_batch`` packs and uploads (untimed, cached by instance identity across
 repetitions); ``run`` queues the launches between two CUDA events (``timings()["solve"]``
@@ -761,6 +763,109 @@ def solve_stack(
     return StackAnswer(
         dev["r2c"].reshape(B, n), dev["u"].reshape(B, n), dev["v"].reshape(B, n), dev["stats"]
     )
+
+
+@dataclass(frozen=True)
+class FinishedAnswer:
+    """The answers of :func:`solve_stack_finished`, on the device: ``assignment`` (B, r)
+    int64, ``objective`` (B,), ``u`` and ``v`` (B, N) of the solved square problems
+    (int64 for integer costs, float64 for float costs), ``stats`` (B, 3) int64. Views of
+    one allocation: any of them keeps all alive."""
+
+    assignment: Any
+    objective: Any
+    u: Any
+    v: Any
+    stats: Any
+
+
+#: Byte alignment of the arrays carved from the one allocation of
+#: :func:`solve_stack_finished` (CuPy's own allocations are 512-byte aligned).
+_CARVE_ALIGN = 256
+
+
+def solve_stack_finished(costs: Any, work: Any, *, threads_per_block: int = 0) -> FinishedAnswer:
+    """:func:`solve_stack` for :func:`matchbench.lap.solve_batch`, finished on the device.
+
+    ``costs`` is the contiguous ``(B, N, N)`` stack to solve (the square, sign-adjusted
+    problems); ``work`` the caller's contiguous ``(B, r, s)`` costs with ``r <= N = s``
+    (the same array when nothing was padded or negated). One launch of the same kernel as
+    :func:`solve_stack`, around it three small kernels of ``lap_batch.cu``: the meta rows
+    made on the device (``lap_batch_stack_meta``), and the int64 assignment of the ``r``
+    real rows with each problem's objective summed from ``work`` (``lap_batch_finish_*``,
+    a warp per problem). Every array comes from one allocation (one ``cudaMalloc`` where
+    CuPy's pool is empty), and the one host synchronization reads a single integer: the
+    first problem whose block reported an error, raised as :func:`check_stats` raises it.
+
+    Measured on an H100 (10,000 LAPs of n = 64, int32, kernel alone 0.73 ms;
+    ``docs/benchmarks/batch.md``): ``solve_batch`` took 1.65 ms with CuPy's pool warm and
+    2.10 ms with it empty when it called :func:`solve_stack` and finished with CuPy's
+    gather, conversions and sum; 0.91 and 1.04 ms through this function.
+    """
+    import cupy as cp
+
+    from matchbench.gpu.kernels import get_module
+
+    if costs.ndim != 3 or costs.shape[1] != costs.shape[2] or not costs.flags.c_contiguous:
+        raise ValueError(f"solve_stack_finished: expected a contiguous (B, n, n) stack, got shape {costs.shape}")
+    B, N = int(costs.shape[0]), int(costs.shape[1])
+    r, s = int(work.shape[1]), int(work.shape[2])
+    if B < 1 or r < 1 or s != N or r > N or int(work.shape[0]) != B or not work.flags.c_contiguous:
+        raise ValueError(
+            f"solve_stack_finished: costs {tuple(costs.shape)} and work {tuple(work.shape)} do not fit"
+        )
+    dt = np.dtype(costs.dtype)
+    if dt not in DTYPE_SUFFIX or np.dtype(work.dtype) not in DTYPE_SUFFIX:
+        raise ValueError(f"solve_stack_finished: cost dtype {dt} (expected one of int32, int64, float32, float64)")
+    limit = _smem_limit()
+    if smem_bytes(N, dt.itemsize, False) > limit:
+        raise ValueError(
+            f"solve_stack_finished: n = {N} needs {smem_bytes(N, dt.itemsize, False)} bytes of "
+            f"shared memory per block, more than the {limit} available (n <= {max_n(limit)})"
+        )
+    tpb = threads_per_block or small_batch_threads(N, B, _sm_count()) or auto_threads(N)
+    in_smem = N * N * dt.itemsize <= SMEM_COST_BYTES and smem_bytes(N, dt.itemsize, True) <= limit
+    group = Group(dt, tpb, in_smem)
+    shared = smem_bytes(N, dt.itemsize, in_smem)
+    mod = get_module("lap_batch")
+    kern = mod.get_function(group.kernel)
+    if shared > SMEM_DEFAULT_LIMIT:
+        kern.max_dynamic_shared_size_bytes = max(shared, int(getattr(kern, "max_dynamic_shared_size_bytes", 0) or 0))
+    dual = np.dtype(np.int64) if dt.kind == "i" else np.dtype(np.float64)
+    wdual = np.dtype(np.int64) if np.dtype(work.dtype).kind == "i" else np.dtype(np.float64)
+    parts = [  # (name, shape, dtype), carved in this order
+        ("meta", (B, 3), np.dtype(np.int64)),
+        ("r2c", (B, N), np.dtype(np.int32)),
+        ("u", (B, N), dual),
+        ("v", (B, N), dual),
+        ("stats", (B, 3), np.dtype(np.int64)),
+        ("assignment", (B, r), np.dtype(np.int64)),
+        ("objective", (B,), wdual),
+        ("first_bad", (1,), np.dtype(np.uint64)),
+    ]
+    offsets, total = [], 0
+    for _name, shape, pdt in parts:
+        offsets.append(total)
+        total += -(-int(np.prod(shape)) * pdt.itemsize // _CARVE_ALIGN) * _CARVE_ALIGN
+    buf = cp.empty(total, dtype=np.uint8)
+    a = {
+        name: cp.ndarray(shape, dtype=pdt, memptr=buf.data + off)
+        for (name, shape, pdt), off in zip(parts, offsets, strict=True)
+    }
+    grid = min(-(-B // 256), 4096)
+    mod.get_function("lap_batch_stack_meta")((grid,), (256,), (a["meta"], np.int64(B), np.int64(N), a["first_bad"]))
+    kern((B,), (tpb,), (costs, a["meta"], a["r2c"], a["u"], a["v"], a["stats"]), shared_mem=shared)
+    finish = mod.get_function(f"lap_batch_finish_{DTYPE_SUFFIX[np.dtype(work.dtype)]}")
+    finish(
+        (min(-(-B // 8), 65535),), (256,),
+        (work, a["r2c"], a["stats"], np.int64(B), np.int64(r), np.int64(s), np.int64(N),
+         a["assignment"], a["objective"], a["first_bad"]),
+    )
+    if int(a["first_bad"].get()[0]) < B:
+        group.members = list(range(B))
+        group.ns = [N] * B
+        check_stats(group, a["stats"].get(), "solve_stack")
+    return FinishedAnswer(a["assignment"], a["objective"], a["u"], a["v"], a["stats"])
 
 
 def stack_launch(costs: Any, threads_per_block: int, smem_cost_bytes: int) -> tuple[Group, np.ndarray, dict[str, Any]]:
