@@ -235,6 +235,24 @@ def test_isolated_columnar_batch_sends_tables(tmp_path):
     assert _content(pa.concat_tables(tables).to_pylist()) == _content(execute_batch(batch)[0])
 
 
+def test_a_sealed_batch_comes_back_as_sealed_tables(tmp_path):
+    """The sweep's way (``run_batch``): the batch sealed by the client, its tables sealed
+    by the task process; opened, they are the rows of the unsealed way."""
+    from matchbench.runner.batch import Sealed, opened
+
+    batch = _batch(tmp_path, SCIPY)
+    proc = TaskProcess()
+    tables: list = []
+    try:
+        rows, notes = proc.run_batch(batch.sealed(), tables, sealed=True)
+    finally:
+        proc.close()
+    assert not rows and not notes and tables and all(isinstance(t, Sealed) for t in tables)
+    got = pa.concat_tables(opened(tables))
+    assert got.num_rows == 14
+    assert _content(got.to_pylist()) == _content(execute_batch(batch)[0])
+
+
 def test_chunks_are_tables_of_the_schema(tmp_path, monkeypatch):
     import matchbench.runner.task as T
 
@@ -250,7 +268,7 @@ def test_chunks_are_tables_of_the_schema(tmp_path, monkeypatch):
         [3, 4, 5],
         [6],
     ]
-    assert [i for k, p in sent if k == "chunk" for i, _ in p[1]] == list(range(7))
+    assert [i for k, p in sent if k == "chunk" for i in p[1]] == list(range(7))
 
 
 # --------------------------------------------------------------------------- sweeps

@@ -106,7 +106,7 @@ def test_stack_rows_are_the_one_by_one_rows_of_a_joint_solve(tmp_path, dtype):
     assert sent[0] == ("joint", list(range(7)))
     kinds = [k for k, _ in sent]
     assert kinds.count("start") == 3 and kinds[-1] == "chunk"
-    assert sorted(i for i, _ in sent[-1][1][1]) == list(range(7))
+    assert sorted(sent[-1][1][1]) == list(range(7))
     # the rows travel compact: what all of them share once, not in every row
     compact = sent[-1][1][0]
     assert compact[0].constants["config_json"] and "config_json" not in compact[0].table.column_names

@@ -91,6 +91,46 @@ def test_a_batch_pickles_as_columns_and_comes_back_equal(tmp_path):
     assert values == [(t.instance_spec["seed"], t.instance_spec["scale"]) for t in batch.tasks]
 
 
+def test_a_sealed_batch_crosses_the_worker_unread(tmp_path):
+    """``Batch.sealed``: the columns pickled once by the client; the worker's copy gives
+    its length, first task and the whole batch again without reading them, and the task
+    process's copy is the batch."""
+    import pickle
+
+    batch = _batch(tmp_path, {"_target_": "matchbench.families.mcm.ref_numba.HopcroftKarp"})
+    sealed = batch.sealed()
+    assert sealed == batch and sealed.sealed() is sealed
+    worker = pickle.loads(pickle.dumps(sealed))
+    assert len(worker) == len(batch) and worker.first == batch.tasks[0] and worker.joint
+    assert worker._packed is None and worker._tasks is None  # nothing read yet
+    whole = worker.subset(list(range(len(batch))), joint=False)
+    assert whole._blob is worker._blob and whole._packed is None and whole.joint is False
+    forwarded = pickle.dumps(whole)
+    assert worker._blob in forwarded  # the client's bytes, handed on as they are
+    child = pickle.loads(forwarded)
+    assert child.tasks == batch.tasks and child.task_ids == batch.task_ids and child.joint is False
+    assert child.spec_columns() == batch.spec_columns()
+    assert worker.subset([5, 1]).tasks == [batch.tasks[5], batch.tasks[1]]
+    assert worker.column("instance_key") == batch.column("instance_key")
+    # tasks that are not one batch's stay as they are
+    unlike = Batch("b", [batch.tasks[0], dataclasses.replace(batch.tasks[1], repetitions=7)])
+    assert unlike.sealed() is unlike
+
+
+def test_sealed_values_open_to_what_was_sealed():
+    import pickle
+
+    import pyarrow as pa
+
+    from matchbench.runner.batch import Sealed, opened
+
+    t1, t2 = pa.table({"x": [1, 2]}), pa.table({"x": [3]})
+    one, two = Sealed(t1), pickle.loads(pickle.dumps(Sealed([t1, t2])))
+    assert one.open().equals(t1) and "bytes" in repr(one)
+    got = opened([one, two, t2])
+    assert [t.to_pydict() for t in got] == [{"x": [1, 2]}, {"x": [1, 2]}, {"x": [3]}, {"x": [3]}]
+
+
 def test_a_batch_of_unlike_tasks_or_specs_pickles_as_objects(tmp_path):
     import pickle
 

@@ -57,6 +57,49 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matchbench.runner.plan import Task
 
+class Sealed:
+    """A value pickled once where it is made and carried as those bytes, unread, until
+    :meth:`open`: a batch's row tables, pickled by the task process and opened by the
+    client, pass the worker (which has no use for them) without being unpickled and
+    pickled again there (a 10,000-row table: 1.4 and 1.7 ms on an H100 machine's host)."""
+
+    __slots__ = ("blob",)
+
+    def __init__(self, value: Any) -> None:
+        import pickle
+
+        self.blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def open(self) -> Any:
+        import pickle
+
+        return pickle.loads(self.blob)
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        return (_sealed_from, (self.blob,))
+
+    def __repr__(self) -> str:
+        return f"Sealed({len(self.blob)} bytes)"
+
+
+def _sealed_from(blob: bytes) -> Sealed:
+    out = object.__new__(Sealed)
+    out.blob = blob
+    return out
+
+
+def opened(values: list[Any]) -> list[Any]:
+    """``values`` with each :class:`Sealed` one opened (a sealed list spliced in)."""
+    out: list[Any] = []
+    for v in values:
+        if isinstance(v, Sealed):
+            v = v.open()
+            out.extend(v if isinstance(v, list) else [v])
+        else:
+            out.append(v)
+    return out
+
+
 #: Batches per worker that can run a group, at least, when several workers can.
 BATCHES_PER_WORKER = 4
 
@@ -85,7 +128,7 @@ class Batch:
     :meth:`column` and :meth:`spec_columns` without a :class:`Task` per instance.
     """
 
-    __slots__ = ("_packed", "_tasks", "batch_id", "joint")
+    __slots__ = ("_blob", "_first", "_len", "_packed", "_tasks", "batch_id", "joint")
 
     def __init__(self, batch_id: str, tasks: list[Task] | None = None, joint: bool = True,
                  *, packed: tuple[dict[str, Any], tuple[list[Any], ...]] | None = None) -> None:
@@ -94,6 +137,30 @@ class Batch:
         self.batch_id, self.joint = batch_id, bool(joint)
         self._tasks = list(tasks) if tasks is not None else None
         self._packed = packed
+        self._blob: bytes | None = None
+        self._first: Task | None = None
+        self._len: int | None = None
+
+    def sealed(self) -> Batch:
+        """This batch with its columns pickled once, here (:class:`Batch` docstring).
+
+        A sealed batch pickles as those bytes, its first task and its length, and
+        unpickles without reading them: the worker, which needs only the first task's
+        limits and the length, hands the same bytes on to its task process, where the
+        columns are read. Between the client and the task process the columns are then
+        pickled once and unpickled once, not twice each (a batch of 10,000 LAPs: 1.8-2.3
+        ms each way on an H100 machine's host). A batch that is not columns (tasks that
+        differ in more than their instance) is returned as it is.
+        """
+        import pickle
+
+        packed = self._columns()
+        if packed is None or self._blob is not None:
+            return self
+        out = Batch(self.batch_id, joint=self.joint, packed=packed)
+        out._blob = pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
+        out._first, out._len = self.first, len(self)
+        return out
 
     def __repr__(self) -> str:
         return f"Batch({self.batch_id!r}, {len(self)} task(s), joint={self.joint})"
@@ -108,18 +175,25 @@ class Batch:
     def __len__(self) -> int:
         if self._tasks is not None:
             return len(self._tasks)
+        if self._len is not None:
+            return self._len
         return len(self._packed[1][0])  # type: ignore[index]
 
     @property
     def tasks(self) -> list[Task]:
         """The member tasks (made from the columns on first use, then kept)."""
         if self._tasks is None:
-            self._tasks = _tasks_of(*self._packed)  # type: ignore[misc]
+            self._tasks = _tasks_of(*self._columns())  # type: ignore[misc]
         return self._tasks
 
     def _columns(self) -> tuple[dict[str, Any], tuple[list[Any], ...]] | None:
-        """``(shared fields, per-instance columns)`` (:func:`_pack`), made once; None for
-        tasks that are not one batch's (pickled as objects)."""
+        """``(shared fields, per-instance columns)`` (:func:`_pack`), made (or, for a
+        sealed batch, read from its bytes) once; None for tasks that are not one batch's
+        (pickled as objects)."""
+        if self._packed is None and self._blob is not None:
+            import pickle
+
+            self._packed = pickle.loads(self._blob)
         if self._packed is None and self._tasks is not None:
             self._packed = _pack(self._tasks)
         return self._packed
@@ -127,7 +201,7 @@ class Batch:
     @property
     def task_ids(self) -> list[str]:
         if self._tasks is None:
-            return self._packed[1][0]  # type: ignore[index]
+            return self._columns()[1][0]  # type: ignore[index]
         return [t.task_id for t in self._tasks]
 
     @property
@@ -135,7 +209,9 @@ class Batch:
         """The first task (made alone, where the batch is still columns)."""
         if self._tasks is not None:
             return self._tasks[0]
-        shared, columns = self._packed  # type: ignore[misc]
+        if self._first is not None:
+            return self._first
+        shared, columns = self._columns()  # type: ignore[misc]
         one = (columns[0][:1], _slice_specs(columns[1], [0]), *(c[:1] for c in columns[2:]))
         return _tasks_of(shared, one)[0]
 
@@ -161,9 +237,13 @@ class Batch:
     def subset(self, indices: list[int], joint: bool | None = None) -> Batch:
         """The batch of the tasks at ``indices`` (same id), still columns where this one is."""
         joint = self.joint if joint is None else joint
-        if self._tasks is not None or self._packed is None:
+        if self._blob is not None and self._packed is None and indices == list(range(len(self))):
+            out = Batch(self.batch_id, joint=joint)  # the same bytes, still unread
+            out._tasks, out._blob, out._first, out._len = None, self._blob, self._first, self._len
+            return out
+        if self._tasks is not None or self._columns() is None:
             return Batch(self.batch_id, [self.tasks[i] for i in indices], joint)
-        shared, columns = self._packed
+        shared, columns = self._packed  # type: ignore[misc]
         if indices == list(range(len(columns[0]))):
             return Batch(self.batch_id, joint=joint, packed=self._packed)
         picked = tuple(
@@ -172,6 +252,8 @@ class Batch:
         return Batch(self.batch_id, joint=joint, packed=(shared, picked))
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        if self._blob is not None:
+            return (_unseal, (self.batch_id, self.joint, self._first, self._len, self._blob))
         packed = self._columns()
         if packed is None:
             return (Batch, (self.batch_id, list(self.tasks), self.joint))
@@ -314,6 +396,13 @@ def _unpack(batch_id: str, joint: bool, shared: dict[str, Any], columns: tuple[l
     """The :class:`Batch` that :func:`_pack` shipped, still as columns (its tasks are
     made on first use, by :func:`_tasks_of`)."""
     return Batch(batch_id, joint=joint, packed=(shared, columns))
+
+
+def _unseal(batch_id: str, joint: bool, first: Task, length: int, blob: bytes) -> Batch:
+    """The :meth:`Batch.sealed` batch, its columns still the bytes they were pickled to."""
+    out = Batch(batch_id, joint=joint)
+    out._tasks, out._blob, out._first, out._len = None, blob, first, int(length)
+    return out
 
 
 def _tasks_of(shared: dict[str, Any], columns: tuple[list[Any], ...]) -> list[Task]:

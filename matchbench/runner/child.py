@@ -15,9 +15,13 @@ repetition starts and ``("row", row)`` as it ends, then ``("done", None)``, or
 ``("fail", message)``. A batch (``run.batch``) adds ``("item", i)``, ``("joint", [i,
 ...])``, ``("finished", (i, seconds))`` and ``("note", text)``: see
 :func:`matchbench.runner.task.execute_batch`. Sent as ``("batch", batch, True)``, a
-batch may answer with its rows as Arrow tables instead, ``("chunk", (table, [(i,
-seconds), ...]))`` for a group of instances at once (the columnar path,
-:func:`matchbench.runner.task.columnar_batch`). ``("warm", {"modules": [...],
+batch may answer with its rows as Arrow tables instead, ``("chunk", (tables, [i,
+...]))`` for a group of instances at once (the columnar path,
+:func:`matchbench.runner.task.columnar_batch`); the child sends the tables
+:class:`~matchbench.runner.batch.Sealed` (pickled there, once), and the worker hands them
+on as they are to the client, which opens them. A
+:meth:`sealed <matchbench.runner.batch.Batch.sealed>` batch likewise reaches the child as
+the bytes the client made: the worker reads only its first task and its length. ``("warm", {"modules": [...],
 "problems": [...]})`` imports and warms up what the sweep's tasks need before the first
 one (:func:`warm_up`, sent by the sweep's worker plugin while the client plans).
 
@@ -55,6 +59,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from matchbench.runner.batch import Sealed
 from matchbench.runner.task import Row, error_row, execute_batch, execute_task, task_base
 
 if TYPE_CHECKING:
@@ -238,18 +243,31 @@ class TaskProcess:
         with self._lock:
             return self._run(task)
 
-    def run_batch(self, batch: Batch, tables: list[Any] | None = None) -> tuple[list[Row], list[str]]:
+    def run_batch(
+        self, batch: Batch, tables: list[Any] | None = None, sealed: bool = False
+    ) -> tuple[list[Row], list[str]]:
         """Run a batch in the child: rows of every instance (timeouts and crashes included)
         and notes for the sweep's log. ``tables``: a list to receive the rows the child
         sends as Arrow tables (the columnar path of
-        :func:`~matchbench.runner.task.execute_batch`); without it, every row is a dict."""
+        :func:`~matchbench.runner.task.execute_batch`), as the child sealed them
+        (:class:`~matchbench.runner.batch.Sealed`) with ``sealed``, else opened; without
+        it, every row is a dict."""
         with self._lock:
-            return self._run_batch(batch, tables)
+            return self._run_batch(batch, tables, sealed)
 
-    def _run_batch(self, batch: Batch, tables: list[Any] | None = None) -> tuple[list[Row], list[str]]:
-        # the tasks stay columns (batch.tasks, a Task per instance, only for a failure's row)
+    def _run_batch(
+        self, batch: Batch, tables: list[Any] | None = None, sealed: bool = False
+    ) -> tuple[list[Row], list[str]]:
+        # the tasks stay columns (batch.tasks, a Task per instance, only for a failure's
+        # row), and a sealed batch stays bytes until its ids are needed (rows as dicts, a
+        # failure): the first try hands the bytes to the child as they came
         first = batch.first if len(batch) else None
-        ids = batch.task_ids
+        known: list[Any] = []
+
+        def ids() -> list[str]:
+            if not known:
+                known.append(batch.task_ids)
+            return known[0]
         timeout = float(first.timeout_s) if first is not None else 600.0
         limit = first.time_limit_s if first is not None else None
         rows: list[Row] = []
@@ -292,11 +310,16 @@ class TaskProcess:
                         rows.append(payload)
                         by_tid.setdefault(payload.get("task_id"), []).append(payload)
                         rep_deadline = float("inf")
-                    elif kind == "chunk":  # the rows of these instances, as one table
-                        table, done_items = payload  # one table, or a list of them
+                    elif kind == "chunk":  # the rows of these instances, as tables
+                        table, done_items = payload  # Sealed tables (the child's _serve)
                         if tables is not None:
-                            tables.extend(table if isinstance(table, list) else [table])
-                        for j, _seconds in done_items:
+                            if isinstance(table, Sealed) and sealed:
+                                tables.append(table)  # the client opens it (batch.opened)
+                            else:
+                                if isinstance(table, Sealed):
+                                    table = table.open()
+                                tables.extend(table if isinstance(table, list) else [table])
+                        for j in done_items:
                             del pending[index[j]]
                         rep_deadline = float("inf")
                     elif kind == "start":
@@ -315,7 +338,7 @@ class TaskProcess:
                             bases[current] = payload
                     elif kind == "finished":
                         i, seconds = index[payload[0]], float(payload[1])
-                        for r in by_tid.get(ids[i], ()):
+                        for r in by_tid.get(ids()[i], ()):
                             r["t_total_s"] = seconds
                         del pending[i]
                     elif kind == "note":
@@ -340,7 +363,7 @@ class TaskProcess:
                 self._kill()
                 if together is not None:  # the joint solve: solve its instances one by one
                     joint = False
-                    again = {ids[i] for i in pending}
+                    again = {ids()[i] for i in pending}
                     rows[mark:] = [r for r in rows[mark:] if r.get("task_id") not in again]
                     for tid in again:
                         by_tid.pop(tid, None)
@@ -351,7 +374,7 @@ class TaskProcess:
                                  "they were solved one by one")
                     continue
                 i = current if current is not None else next(iter(pending))
-                tid = ids[i]
+                tid = ids()[i]
                 done = list(by_tid.get(tid, ()))
                 if timed_out and rep_deadline <= deadline:
                     what = "warm-up" if rep is not None and rep < 0 else f"repetition {rep}"
@@ -480,7 +503,8 @@ def run_batch(batch: Batch, *after: Any) -> dict[str, Any]:
 
     Isolated in the child unless ``isolate`` is false; ``after`` as for :func:`run_task`.
     In the child a batch runs columnar (:func:`~matchbench.runner.task.execute_batch`
-    with ``tables``): its rows come back as Arrow ``tables`` of the results schema, and
+    with ``tables``): its rows come back as Arrow ``tables`` of the results schema,
+    sealed by the child (:class:`~matchbench.runner.batch.Sealed`: the client opens them), and
     ``rows`` holds only the rows made as dicts (failures before a joint solve, and
     instances solved again one by one after a crash or a timeout).
     """
@@ -488,7 +512,7 @@ def run_batch(batch: Batch, *after: Any) -> dict[str, Any]:
     if not batch.first.isolate:  # a debugging mode: every row a dict, as before
         rows, notes = execute_batch(batch)
     else:
-        rows, notes = task_process().run_batch(batch, tables)
+        rows, notes = task_process().run_batch(batch, tables, sealed=True)
     return {"rows": rows, "notes": notes, "tables": tables}
 
 
@@ -556,6 +580,15 @@ def die_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="matchbench-parent-watch", daemon=True).start()
 
 
+def _sealed_chunk(payload: tuple[Any, Any]) -> tuple[Any, Any]:
+    """A ``chunk`` message's tables pickled here, once (:class:`~matchbench.runner.batch.Sealed`):
+    the worker passes them on to the client without reading them."""
+    from matchbench.runner.batch import Sealed
+
+    tables, done = payload
+    return Sealed(tables), done
+
+
 def _serve(fd: int) -> None:
     conn = Connection(fd)
     while True:
@@ -585,7 +618,8 @@ def _serve(fd: int) -> None:
                 )
                 conn.send(("done", None))
             elif kind == "batch":
-                execute_batch(payload, send=lambda k, p: conn.send((k, p)), tables=[] if columnar else None)
+                execute_batch(payload, send=lambda k, p: conn.send((k, _sealed_chunk(p) if k == "chunk" else p)),
+                              tables=[] if columnar else None)
                 conn.send(("done", None))
         except Exception as exc:
             conn.send(("fail", f"{type(exc).__name__}: {exc}"))

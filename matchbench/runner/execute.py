@@ -590,7 +590,7 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
         t = tasks[ids[0]]
         payload: Any
         if batched:
-            payload = packer.batch(name, ids)
+            payload = packer.batch(name, ids).sealed()
             fn, key = run_batch, f"{t.algorithm}-batch-{name}"
         else:
             payload, fn, key = t, run_task, f"{t.algorithm}-{name}"
@@ -685,6 +685,7 @@ def _collect(queue, futures, tasks, progress, write, client, submit) -> None:
 
 
 def _collect_into(queue, futures, tasks, progress, write, client, submit) -> None:
+    from matchbench.runner.batch import opened
     from matchbench.runner.cluster import SchedulerLost, scheduler_lost
 
     for fut in queue:
@@ -709,7 +710,9 @@ def _collect_into(queue, futures, tasks, progress, write, client, submit) -> Non
                 result = {"rows": [dict(r, batch_id=name) for r in result], "notes": []}
         if batched:
             rows = list(result["rows"])
-            tables = list(result.get("tables") or [])  # a stack's come compact (CompactTable)
+            # sealed by the task process (opened here, not on the worker); a stack's come
+            # compact (CompactTable)
+            tables = opened(list(result.get("tables") or []))
             for text in result.get("notes", []):
                 progress.note(f"batch {name} ({members[0].algorithm}): {text}")
             tabled = _table_outcomes(tables)

@@ -75,7 +75,7 @@ def stack_batch(
     before the stack is made (the task process's parent then gives the batch the limits
     of B instances and, should the process die or exceed them, runs every instance
     again one by one), ``("start", rep)`` per repetition and ``("chunk", (tables,
-    [(i, t_total_s), ...]))`` with the rows.
+    range(B)))`` with the rows.
     """
     from matchbench.core.problem import Problem
     from matchbench.runner.task import new_solver, problem_of
@@ -126,8 +126,7 @@ def stack_batch(
             notes.append(f"the batch did not run as one stack ({why}); its instances ran one by one")
             tell("note", notes[-1])
         return None
-    spent = float(parts[0].constants.get("t_total_s") or 0.0) if parts else 0.0
-    tell("chunk", (parts, [(i, spent) for i in range(count)]))
+    tell("chunk", (parts, range(count)))
     return parts
 
 

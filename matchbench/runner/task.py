@@ -632,8 +632,8 @@ def execute_batch(
     :func:`columnar_batch`), taken where the solver is not ``batchable`` and
     ``batch.joint`` allows instances to be handled together; the returned rows are
     then only those that the columnar path left to the one-by-one path (none, usually).
-    Each table is also sent as ``("chunk", (table, [(i, seconds), ...]))``: the rows of
-    those instances, all at once.
+    Each table is also sent as ``("chunk", (table, [i, ...]))``: the rows of those
+    instances, all at once (their ``t_total_s`` are in the table).
     """
     with _cyclic_gc_paused():
         return _execute_batch(batch, send, tables)
@@ -772,7 +772,7 @@ def _execute_batch(batch: Batch, send: Callable[[str, Any], None] | None, tables
                     [spent[i] for i, _, _ in readies], [], bid,
                 )
                 tables.append(table)
-                tell("chunk", (table, [(i, spent[i]) for i, _, _ in readies]))
+                tell("chunk", (table, [i for i, _, _ in readies]))
                 return rows, notes
             if held is not None:
                 share = (time.perf_counter() - t0) / len(readies)
@@ -863,7 +863,7 @@ def columnar_batch(
     Messages (``tell``): ``("joint", [i, ...])`` before the bulk load and before each
     chunk, so that the task process's parent gives them the limits of that many
     instances and, should they be exceeded or the process die, solves them again one by
-    one (:mod:`matchbench.runner.child`); ``("chunk", (table, [(i, seconds), ...]))``
+    one (:mod:`matchbench.runner.child`); ``("chunk", (table, [i, ...]))``
     with each chunk's rows.
 
     A chunk whose rows cannot be made as columns (an error of this path itself, not of
@@ -878,7 +878,7 @@ def columnar_batch(
         chunk = list(range(start, min(len(tasks), start + CHUNK_INSTANCES)))
         tell("joint", chunk)
         try:
-            table, seconds = _columnar_chunk(tasks, chunk, made, solver, batch.batch_id)
+            table, done = _columnar_chunk(tasks, chunk, made, solver, batch.batch_id)
         except Exception as exc:
             if alone is None:
                 raise
@@ -891,14 +891,14 @@ def columnar_batch(
             for i in chunk:
                 alone(i)
             continue
-        tell("chunk", (table, seconds))
+        tell("chunk", (table, done))
         out.append(table)
     return out
 
 
 def _columnar_chunk(
     tasks: list[Task], chunk: list[int], made: dict[int, tuple[Any, float]], solver: Any, bid: str
-) -> tuple[Any, list[tuple[int, float]]]:
+) -> tuple[Any, list[int]]:
     """The rows of ``tasks[i]`` for ``i`` in ``chunk`` as one table; (table, [(i, t_total_s)])."""
     failed: list[Row] = []  # rows made as dicts: failures, and answers certified alone
     bases: list[Row] = []  # per instance with rows in columns: its identity columns
@@ -939,7 +939,7 @@ def _columnar_chunk(
     totals = [0.0] * len(bases)
     for i, slot in slot_of.items():
         totals[slot] = seconds[i]
-    return _rows_table(bases, slots, cells, totals, failed, bid), [(i, seconds[i]) for i in chunk]
+    return _rows_table(bases, slots, cells, totals, failed, bid), list(chunk)
 
 
 def _verify_pending(pending: list[tuple[Row, _Ready, Any, int]], seconds: dict[int, float]) -> None:
