@@ -140,3 +140,42 @@ def test_order_cached_file_beats_parameters(tmp_path):
 
 def test_order_empty():
     assert submission_order({}) == []
+
+
+def test_size_hints_of_a_run_of_like_specs_are_each_specs_own(tmp_path, monkeypatch):
+    """``size_hints`` reuses the size of the spec before where two specs of a bulk-made
+    generator agree on what its hint reads (a many: set's seeds): every size equals the
+    spec's own ``instance_size_hint``, where the read arguments change (n), their types
+    differ (True against 1), the data dir differs, or the generator has no bulk hook."""
+    from matchbench.runner.execute import size_hints
+
+    lap_stack = "matchbench.families.lap.datasets.stack"
+    np_ = pytest.importorskip("numpy")
+    np_.save(tmp_path / "s.npy", np_.zeros((3, 5, 5), dtype=np_.int32))
+    specs = (
+        [_spec(LAP, n=64, cost_range="n", dtype="int32", seed=s) for s in range(5)]
+        + [_spec(LAP, n=n, cost_range="n", dtype="int32", seed=7) for n in (32, 32, 512, 64)]
+        + [_spec(LAP, n=1, seed=1), _spec(LAP, n=True, seed=2), _spec(LAP, n=1, seed=3)]
+        + [_spec(LAP, n=10, cost_range=100, seed=s) for s in range(3)]
+        + [_spec(KRON, scale=8 + (s % 2), edge_factor=16, seed=s) for s in range(4)]
+        + [{"_target_": lap_stack, "path": "s.npy", "seed": s, "pad": False} for s in range(3)]
+        + [{"_target_": lap_stack, "path": "missing.npy", "seed": s, "pad": False} for s in range(2)]
+    )
+    tasks = _tasks(tmp_path, [(f"t{i}", s) for i, s in enumerate(specs)])
+    other = tmp_path / "other"
+    other.mkdir()
+    tasks["t-other"] = Task(task_id="t-other", algorithm="a", problem="lap", device="cpu", variant="default",
+                            algorithm_cfg={"_target_": "a"}, instance_spec=dict(specs[-1]), data_dir=str(other))
+    import matchbench.runner.execute as E
+
+    asked = []
+    monkeypatch.setattr(E, "instance_size_hint", lambda spec, d: asked.append(spec) or instance_size_hint(spec, d))
+    got = size_hints(tasks)
+    want = {tid: instance_size_hint(t.instance_spec, t.data_dir) for tid, t in tasks.items()}
+    assert got == want
+    assert len(set(got.values())) >= 6  # the runs above differ
+    # asked once per run of like specs: the five seeds of n = 64 once, the two n = 32 once,
+    # the three n = 10 once; every time for the Kronecker specs (no bulk hook), the stack
+    # file's (its hint reads the index) and where the read values change; t-other is
+    # t24's instance (one instance key), asked for once
+    assert len(asked) == len(tasks) - 4 - 1 - 2 - 1

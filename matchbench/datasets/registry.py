@@ -152,6 +152,20 @@ def spec_size_hint(spec: Mapping[str, Any]) -> float | None:
     return value
 
 
+def size_hint_reads(spec: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The spec keys that :func:`spec_size_hint` reads for this spec's function: its
+    ``_target_`` and the arguments its size hint names (where the hint's catch-all is
+    spelled ``**_``); None where the hint may read every key, or there is none, or the
+    target cannot be resolved. Two specs of one target that agree on these keys (values
+    of the same type) have the same size hint."""
+    try:
+        hint = getattr(_resolve(_plain(spec).get("_target_")), "matchbench_size_hint", None)
+    except Exception:  # an unknown target: its size is unknown
+        return None
+    names = _named_only(hint) if hint is not None else None
+    return None if names is None else ("_target_", *names)
+
+
 def _call_hint(hint: Callable[..., Any], plain: Mapping[str, Any]) -> float | None:
     import math
 

@@ -857,12 +857,49 @@ def size_hints(tasks: Mapping[str, Task], keys: Mapping[str, str] | None = None)
     keys = keys if keys is not None else instance_keys(tasks)
     by_key: dict[str, float] = {}
     out: dict[str, float] = {}
+    # The last spec asked, where its size is its declared hint alone (a generator made in
+    # bulk, never read from the disk cache): the next specs that agree with it on what
+    # that hint reads (a many: set's specs differ in their seeds) have its size, without
+    # the whole lookup per spec (3.8 us a task, 3.8 s of a million-task plan on 2 cores).
+    last: tuple[Mapping[str, Any], tuple[str, ...], float, Any] | None = None
     for tid, t in tasks.items():
         key = keys[tid]
-        if key not in by_key:
-            by_key[key] = instance_size_hint(t.instance_spec, t.data_dir)
-        out[tid] = by_key[key]
+        size = by_key.get(key)
+        if size is None:
+            spec = t.instance_spec
+            if last is not None and t.data_dir == last[3] and _agree(spec, last[0], last[1]):
+                size = last[2]
+            else:
+                size = instance_size_hint(spec, t.data_dir)
+                reads = _declared_only(spec)
+                last = (spec, reads, size, t.data_dir) if reads is not None else None
+            by_key[key] = size
+        out[tid] = size
     return out
+
+
+def _declared_only(spec: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The keys :func:`instance_size_hint`'s value depends on where it is the declared hint
+    alone: a generator with a bulk hook (no disk-cache file is read) and a hint that names
+    its arguments (``**_``); ``path`` too, for a hint that gives nothing. None otherwise."""
+    from matchbench.datasets.registry import size_hint_reads
+
+    if not _bulk_made(spec.get("_target_")):
+        return None
+    reads = size_hint_reads(spec)
+    return None if reads is None else (*reads, "path")
+
+
+def _agree(spec: Mapping[str, Any], other: Mapping[str, Any], names: tuple[str, ...]) -> bool:
+    """Whether two specs hold the same value, of the same type, under each of ``names``."""
+    for k in names:
+        a, b = spec.get(k, _MISSING), other.get(k, _MISSING)
+        if a is not b and (type(a) is not type(b) or a != b):
+            return False
+    return True
+
+
+_MISSING = object()
 
 
 def submission_order(
