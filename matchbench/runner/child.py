@@ -21,9 +21,10 @@ batch may answer with its rows as Arrow tables instead, ``("chunk", (tables, [i,
 :class:`~matchbench.runner.batch.Sealed` (pickled there, once), and the worker hands them
 on as they are to the client, which opens them. A
 :meth:`sealed <matchbench.runner.batch.Batch.sealed>` batch likewise reaches the child as
-the bytes the client made: the worker reads only its first task and its length. ``("warm", {"modules": [...],
-"problems": [...]})`` imports and warms up what the sweep's tasks need before the first
-one (:func:`warm_up`, sent by the sweep's worker plugin while the client plans).
+the bytes the client made: the worker reads only its first task and its length.
+``("warm", {"modules": [...], "problems": [...]})`` imports and warms up what the
+sweep's tasks need before the first one (:func:`warm_up`, sent by the sweep's worker
+plugin while the client plans).
 
 The child never outlives its worker: on Linux the kernel kills it when the worker dies
 (``PR_SET_PDEATHSIG``, set as the child starts, then a check that the worker is still its
