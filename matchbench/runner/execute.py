@@ -891,11 +891,15 @@ def _declared_only(spec: Mapping[str, Any]) -> tuple[str, ...] | None:
 
 
 def _agree(spec: Mapping[str, Any], other: Mapping[str, Any], names: tuple[str, ...]) -> bool:
-    """Whether two specs hold the same value, of the same type, under each of ``names``."""
-    for k in names:
-        a, b = spec.get(k, _MISSING), other.get(k, _MISSING)
-        if a is not b and (type(a) is not type(b) or a != b):
-            return False
+    """Whether two specs hold the same value, of the same type, under each of ``names``
+    (False where a comparison fails or is no truth value)."""
+    try:
+        for k in names:
+            a, b = spec.get(k, _MISSING), other.get(k, _MISSING)
+            if a is not b and (type(a) is not type(b) or bool(a != b)):
+                return False
+    except Exception:  # noqa: BLE001 - an array-like value: asked for on its own
+        return False
     return True
 
 
