@@ -142,7 +142,7 @@ class Batch:
         self._len: int | None = None
 
     def sealed(self) -> Batch:
-        """This batch with its columns pickled once, here (:class:`Batch` docstring).
+        """This batch with its columns pickled once, here, for its trip to a task process.
 
         A sealed batch pickles as those bytes, its first task and its length, and
         unpickles without reading them: the worker, which needs only the first task's
