@@ -34,13 +34,13 @@ same floating-point operations in the same order. CPU tests run it against SciPy
 verifier on hundreds of instances; GPU tests check that the kernel's answers equal it
 bit for bit.
 
-Stacks on the device. :func:`solve_stack` launches the same kernel on a contiguous
-``(B, n, n)`` CuPy array as it is: a batch of one size and dtype is one group whose
-back-to-back layout is the stack's own, so nothing is packed, copied or built as a
-:class:`CostMatrix`. Both paths share :func:`device_launch`, :func:`launch` and
-:func:`check_stats`. :func:`solve_stack_finished`, behind :func:`matchbench.lap.solve_batch`,
-is the same launch with its meta rows made and its answers finished on the device, out of
-one allocation and with one host synchronization.
+Stacks on the device. :func:`stack_launch` (the solver's stack path) and
+:func:`solve_stack_finished` (behind :func:`matchbench.lap.solve_batch`) launch the same
+kernel on a contiguous ``(B, n, n)`` CuPy array as it is: a batch of one size and dtype is
+one group whose back-to-back layout is the stack's own, so nothing is packed, copied or
+built as a :class:`CostMatrix`. :func:`solve_stack_finished` also makes the meta rows and
+finishes the answers on the device, out of one allocation and with one host
+synchronization.
 
 Timing. ``prepare_batch`` packs and uploads (untimed, cached by instance identity across
 repetitions); ``run`` queues the launches between two CUDA events (``timings()["solve"]``
@@ -649,7 +649,7 @@ class HungarianBatchGPU(BaseSolver):
 
 # ---------------------------------------------------------------------------------------
 # Launches: shared by the solver (packed host instances) and by stacks already on the
-# device (:func:`solve_stack`, behind ``matchbench.lap.solve_batch``)
+# device (:func:`stack_launch`, :func:`solve_stack_finished`)
 # ---------------------------------------------------------------------------------------
 
 
@@ -716,7 +716,8 @@ def check_stats(group: Group, stats: np.ndarray, who: str, names: list[str] | No
 
 @dataclass(frozen=True)
 class StackAnswer:
-    """The answers of :func:`solve_stack`, on the device, in input order.
+    """The answers of a stack's launch (:meth:`HungarianBatchGPU.result_stack`), on the
+    device, in input order.
 
     ``row_to_col`` (B, n) int32, ``u`` and ``v`` (B, n) int64 for integer costs and float64
     for float costs, ``stats`` (B, 3) int64 (Dijkstra steps, error code, greedy rows).
@@ -726,43 +727,6 @@ class StackAnswer:
     u: Any
     v: Any
     stats: Any
-
-
-def solve_stack(
-    costs: Any,
-    *,
-    threads_per_block: int = 0,
-    smem_cost_bytes: int = SMEM_COST_BYTES,
-    check: bool = True,
-) -> StackAnswer:
-    """Solve a contiguous ``(B, n, n)`` CuPy stack of square LAPs in one launch, in place.
-
-    The same kernel, block size rule (:func:`auto_threads` for ``threads_per_block`` 0),
-    cost placement rule and launch as :class:`HungarianBatchGPU`; the stack is the launch's
-    cost array as it is (instance ``k`` at ``k * n * n``: the back-to-back layout of a group
-    of B instances of one size, in input order), so nothing is packed or copied. With
-    ``check`` (one small device-to-host copy of the error codes), a block's error raises
-    ``RuntimeError``; without it the caller reads ``stats[:, 1]``.
-
-    Raises
-    ------
-    ValueError
-        For a stack that is not (B, n, n) with B, n >= 1, a dtype the kernel has no entry
-        for, or an n whose block state exceeds this GPU's shared memory.
-    """
-
-    if costs.ndim != 3 or costs.shape[1] != costs.shape[2]:
-        raise ValueError(f"solve_stack: expected a (B, n, n) stack, got shape {costs.shape}")
-    B, n = int(costs.shape[0]), int(costs.shape[1])
-    if B < 1:
-        raise ValueError("solve_stack: the stack is empty (B = 0)")
-    g, meta, dev = stack_launch(costs, threads_per_block, smem_cost_bytes)
-    launch(g, dev)
-    if check:
-        check_stats(g, dev["stats"].get(), "solve_stack")
-    return StackAnswer(
-        dev["r2c"].reshape(B, n), dev["u"].reshape(B, n), dev["v"].reshape(B, n), dev["stats"]
-    )
 
 
 @dataclass(frozen=True)
@@ -785,12 +749,13 @@ _CARVE_ALIGN = 256
 
 
 def solve_stack_finished(costs: Any, work: Any, *, threads_per_block: int = 0) -> FinishedAnswer:
-    """:func:`solve_stack` for :func:`matchbench.lap.solve_batch`, finished on the device.
+    """One launch on a stack for :func:`matchbench.lap.solve_batch`, finished on the device.
 
     ``costs`` is the contiguous ``(B, N, N)`` stack to solve (the square, sign-adjusted
     problems); ``work`` the caller's contiguous ``(B, r, s)`` costs with ``r <= N = s``
-    (the same array when nothing was padded or negated). One launch of the same kernel as
-    :func:`solve_stack`, around it three small kernels of ``lap_batch.cu``: the meta rows
+    (the same array when nothing was padded or negated). One launch of the solver's kernel
+    (its block size and cost placement rules), around it three small kernels of
+    ``lap_batch.cu``: the meta rows
     made on the device (``lap_batch_stack_meta``), and the int64 assignment of the ``r``
     real rows with each problem's objective summed from ``work`` (``lap_batch_finish_*``,
     a warp per problem). Every array comes from one allocation (one ``cudaMalloc`` where
@@ -799,7 +764,7 @@ def solve_stack_finished(costs: Any, work: Any, *, threads_per_block: int = 0) -
 
     Measured on an H100 (10,000 LAPs of n = 64, int32, kernel alone 0.73 ms;
     ``docs/benchmarks/batch.md``): ``solve_batch`` took 1.65 ms with CuPy's pool warm and
-    2.10 ms with it empty when it called :func:`solve_stack` and finished with CuPy's
+    2.10 ms with it empty when it made the meta rows on the host and finished with CuPy's
     gather, conversions and sum; 0.91 and 1.04 ms through this function.
     """
     import cupy as cp
@@ -864,7 +829,7 @@ def solve_stack_finished(costs: Any, work: Any, *, threads_per_block: int = 0) -
     if int(a["first_bad"].get()[0]) < B:
         group.members = list(range(B))
         group.ns = [N] * B
-        check_stats(group, a["stats"].get(), "solve_stack")
+        check_stats(group, a["stats"].get(), "solve_batch")
     return FinishedAnswer(a["assignment"], a["objective"], a["u"], a["v"], a["stats"])
 
 
