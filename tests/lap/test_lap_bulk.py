@@ -248,70 +248,20 @@ def test_stack_file_for_a_gpu_task_gives_the_same_instances(tmp_path, gpu):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("rows, threads, buffers", [(3, 4, 3), (1, 1, 2), (7, 16, 3), (5, 2, 4)])
-def test_a_stack_read_in_many_chunks_is_the_files_matrices(monkeypatch, tmp_path, rows, threads, buffers):
+def test_a_stack_read_in_many_chunks_is_the_files_matrices(monkeypatch, rows, threads, buffers):
     """The pinned pipeline of ``_device_stack`` over many chunks (a chunk of ``rows``
     matrices, ``buffers`` pinned buffers, ``threads`` readers): every matrix where it
-    belongs, for consecutive and gathered indices, a last chunk short or full, copied
-    from an array and read from a file."""
+    belongs, for consecutive and gathered indices, a last chunk short or full."""
     data = np.random.default_rng(4).integers(-(2**31), 2**31 - 1, size=(61, 33, 33), dtype=np.int64).astype(np.int32)
     one = data[0].nbytes
     monkeypatch.setattr(L, "STACK_UPLOAD_CHUNK_BYTES", rows * one)
     monkeypatch.setattr(L, "STACK_UPLOAD_BUFFERS", buffers)
     monkeypatch.setattr(L, "read_threads", lambda: threads)
     rng = np.random.default_rng(rows)
-    path = tmp_path / "s.npy"
-    np.save(path, data)
-    mapped = L._stack_map(path, "s")
     for idx in (np.arange(61), np.arange(10, 40), rng.permutation(61)[:50], np.arange(0, 61, 2)[::-1]):
-        for source in (data, mapped):  # copied from memory, read from the file
-            dev = L._device_stack(source, np.asarray(idx, dtype=np.int64))
-            assert dev is not None, "the device copy failed"
-            assert dev.get().tobytes() == data[idx].tobytes()
-
-
-def _reader_cases():
-    rng = np.random.default_rng(8)
-    return [np.arange(29), np.arange(5, 17), rng.permutation(29)[:20], np.array([3, 4, 5, 9, 10, 2, 2, 28]),
-            np.arange(0, 29, 3)[::-1], np.array([7])]
-
-
-@pytest.mark.parametrize("idx", _reader_cases(), ids=lambda a: f"{a.size}")
-def test_stack_reader_reads_the_files_matrices_in_any_parts(tmp_path, idx):
-    """``_StackReader`` reads a mapped stack from its file (``preadv``, a call per run of
-    consecutive indices) and copies any other array: every part of every index list."""
-    data = np.random.default_rng(2).integers(-(2**31), 2**31 - 1, size=(29, 6, 7), dtype=np.int64).astype(np.int32)
-    path = tmp_path / "s.npy"
-    np.save(path, data)
-    idx = np.asarray(idx, dtype=np.int64)
-    for source, from_file in ((L._stack_map(path, "s"), True), (data, False)):
-        with L._StackReader(source, idx) as reader:
-            assert (reader.fd is not None) == from_file
-            buf = np.full((idx.size, 6, 7), -1, dtype=np.int32)
-            at = idx.size // 3
-            cuts = [0, 1, max(1, (idx.size - at) // 2), idx.size - at]
-            for a, b in zip(cuts[:-1], cuts[1:], strict=True):
-                reader.fill(buf, at, a, b)
-            assert buf[: idx.size - at].tobytes() == data[idx[at:]].tobytes()
-            reader.fill(buf, 0, 0, idx.size)
-            assert buf.tobytes() == data[idx].tobytes()
-        assert reader.fd is None
-
-
-def test_stack_reader_names_a_file_cut_short_after_its_header_was_read(tmp_path):
-    """A file truncated under a reader: the read raises an error naming the file (the
-    device copy then gives up, and the host copies serve), it never returns garbage."""
-    data = np.arange(4 * 8 * 8, dtype=np.int32).reshape(4, 8, 8)
-    path = tmp_path / "cut.npy"
-    np.save(path, data)
-    mapped = L._stack_map(path, "cut")
-    with L._StackReader(mapped, np.arange(4, dtype=np.int64)) as reader:
-        with open(path, "r+b") as f:
-            f.truncate(path.stat().st_size - 100)
-        buf = np.empty((4, 8, 8), dtype=np.int32)
-        reader.fill(buf, 0, 0, 2)
-        assert buf[:2].tobytes() == data[:2].tobytes()
-        with pytest.raises(OSError, match=r"cut\.npy.*100 bytes short"):
-            reader.fill(buf, 0, 2, 4)
+        dev = L._device_stack(data, np.asarray(idx, dtype=np.int64))
+        assert dev is not None, "the device copy failed"
+        assert dev.get().tobytes() == data[idx].tobytes()
 
 
 def test_read_threads_stay_within_the_cpus_and_the_cap():

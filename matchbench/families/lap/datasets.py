@@ -28,7 +28,6 @@ change that makes a generator return another matrix for the same arguments must 
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 from typing import Any
 
@@ -149,15 +148,13 @@ BULK_THREAD_MATRIX_BYTES = 64 << 10
 
 def bulk_threads() -> int:
     """Threads that draw a large bulk group: the process's CPUs, at most 8."""
-    return max(1, min(8, _cpus()))
+    import os
 
-
-def _cpus() -> int:
-    """The CPUs this process may run on."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus))
 
 
 def _bulk(
@@ -707,77 +704,24 @@ def read_threads() -> int:
     scale with threads: on an H100 machine's 16-core host, 1 MiB matrices went at 5.8 GB/s
     on one thread, 18.1 on 4, 27.6 on 8 and 39.3 on 16 (the device's pinned upload ran at
     54 GB/s)."""
-    return max(1, min(STACK_READ_THREADS_MAX, _cpus()))
+    import os
 
-
-class _StackReader:
-    """Copies matrices ``idx`` of a stack into a host buffer, part by part from threads.
-
-    A whole-file mapping (``np.memmap``, as :func:`_stack_map` gives) is read with
-    ``os.preadv`` straight into the buffer, each run of consecutive indices in one call:
-    the kernel copies from the page cache, and no page of the mapping is touched (copying
-    out of the mapping faults in every 4 KiB page of it, in each process, under the
-    process's one address-space lock). Any other array is copied with NumPy.
-    """
-
-    def __init__(self, arr: np.ndarray, idx: np.ndarray) -> None:
-        self.arr, self.idx = arr, idx
-        self.one = int(np.prod(arr.shape[1:])) * arr.dtype.itemsize
-        self.lo = int(idx[0]) if idx.size else 0
-        self.consecutive = bool(np.array_equal(idx, np.arange(self.lo, self.lo + idx.size)))
-        self.fd: int | None = None
-        self.offset = 0
-        if isinstance(arr, np.memmap) and getattr(arr, "filename", None) and hasattr(os, "preadv"):
-            self.fd = os.open(arr.filename, os.O_RDONLY)
-            self.offset = int(arr.offset)
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
-
-    def __enter__(self) -> _StackReader:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def fill(self, buf: np.ndarray, at: int, a: int, b: int) -> None:
-        """``buf[a:b]`` = matrices ``idx[at + a : at + b]``."""
-        if b <= a:
-            return
-        if self.fd is None:
-            if self.consecutive:
-                np.copyto(buf[a:b], self.arr[self.lo + at + a : self.lo + at + b])
-            else:
-                np.take(self.arr, self.idx[at + a : at + b], axis=0, out=buf[a:b])
-            return
-        want = self.idx[at + a : at + b]
-        cuts = np.flatnonzero(np.diff(want) != 1) + 1
-        starts = np.concatenate(([0], cuts))
-        ends = np.concatenate((cuts, [want.size]))
-        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-            self._pread(buf[a + s : a + e], self.offset + int(want[s]) * self.one)
-
-    def _pread(self, out: np.ndarray, pos: int) -> None:
-        view = memoryview(out.reshape(-1).view(np.uint8))
-        done = 0
-        while done < view.nbytes:
-            got = os.preadv(self.fd, [view[done:]], pos + done)
-            if got <= 0:
-                raise OSError(f"{self.arr.filename}: {view.nbytes - done} bytes short at byte {pos + done}")
-            done += got
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(STACK_READ_THREADS_MAX, cpus))
 
 
 def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
     """Matrices ``idx`` of a mapped stack as one device array, None where the GPU fails.
 
-    The file is read in chunks of :data:`STACK_UPLOAD_CHUNK_BYTES` into
-    :data:`STACK_UPLOAD_BUFFERS` pinned host buffers by :func:`read_threads` threads
-    (:class:`_StackReader`: ``preadv`` from the file), each chunk's parts queued as soon as
-    its buffer's previous upload has left it, so the threads go from one chunk to the next
-    without waiting while a full buffer uploads asynchronously. Nothing of it stays on the
-    host (a ``DeviceCostMatrix`` copies its block back only if ``costs`` is read).
+    The file is copied in chunks of :data:`STACK_UPLOAD_CHUNK_BYTES` into
+    :data:`STACK_UPLOAD_BUFFERS` pinned host buffers by :func:`read_threads` threads, each
+    chunk's parts queued as soon as its buffer's previous upload has left it, so the
+    threads go from one chunk to the next without waiting while a full buffer uploads
+    asynchronously. Nothing of it stays on the host (a ``DeviceCostMatrix`` copies its
+    block back only if ``costs`` is read).
     """
     try:
         from collections import deque
@@ -795,7 +739,15 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
         pinned = [cupyx.empty_pinned((rows, *shape), dtype=arr.dtype) for _ in range(nbuf)]
         stream = cp.cuda.Stream(non_blocking=True)
         uploaded: list[Any] = [None] * nbuf
+        lo = int(idx[0])
+        consecutive = np.array_equal(idx, np.arange(lo, lo + n_mat))
         threads = read_threads()
+
+        def part(buf: np.ndarray, at: int, a: int, b: int) -> None:
+            if consecutive:
+                np.copyto(buf[a:b], arr[lo + at + a : lo + at + b])
+            else:
+                np.take(arr, idx[at + a : at + b], axis=0, out=buf[a:b])
 
         def upload(k: int, at: int, count: int, parts: list[Any]) -> None:
             for f in parts:
@@ -805,7 +757,7 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
             uploaded[slot] = stream.record()
 
         filling: deque[tuple[int, int, int, list[Any]]] = deque()
-        with _StackReader(arr, idx) as reader, ThreadPoolExecutor(threads) as pool:
+        with ThreadPoolExecutor(threads) as pool:
             for k, at in enumerate(range(0, n_mat, rows)):
                 count = min(rows, n_mat - at)
                 slot = k % nbuf
@@ -813,16 +765,16 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
                     uploaded[slot].synchronize()  # its previous upload has left the buffer
                 cuts = np.linspace(0, count, min(threads, count) + 1).astype(int)
                 filling.append((k, at, count, [
-                    pool.submit(reader.fill, pinned[slot], at, int(a), int(b))
+                    pool.submit(part, pinned[slot], at, int(a), int(b))
                     for a, b in zip(cuts[:-1], cuts[1:], strict=True)
                 ]))
                 if len(filling) == nbuf - 1:  # the oldest chunk's upload, while the next fills
                     upload(*filling.popleft())
             while filling:
                 upload(*filling.popleft())
-            stream.synchronize()
+        stream.synchronize()
         return dev
-    except Exception:  # no CuPy or device, out of memory, a file cut short: the host copies serve
+    except Exception:  # no CuPy or device, out of memory: the host copies serve
         return None
 
 
