@@ -44,11 +44,11 @@ def solvers_path(monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), *sys.path]))
 
 
-def _cfg(tmp_path, algorithm, dataset=LAPS, reps=2, warmup=1, **run):
+def _cfg(tmp_path, algorithm, dataset=LAPS, reps=2, **run):
     return {
         "algorithm": algorithm,
         "dataset": dataset,
-        "gpu": {"repetitions": reps, "warmup": warmup},
+        "gpu": {"repetitions": reps, "warmup": 1},
         "cluster": {"kind": "local_cpu", "n_workers": 1, "dashboard_address": ":0"},
         "run": {"results_dir": str(tmp_path / "runs"), "task_timeout_s": 60, "isolate": True, "verify": True}
         | run,
@@ -142,98 +142,6 @@ def test_a_file_stack_gives_the_rows_of_its_matrices_one_by_one(tmp_path):
     old, _ = execute_batch(batch)
     assert _content(new, JOINT | {"t_init_s"}) == _content(old, JOINT | {"t_init_s"})
     assert all(r["status"] == "ok" and r["verified"] for r in new) and len(new) == 18
-
-
-def _arriving(monkeypatch, bounds, fail_at=None):
-    """The file hook, its stacks handed back as still arriving in parts ``bounds``: every
-    wait and the close recorded (``events``); the part ending at ``fail_at`` fails."""
-    hook = L.stack.matchbench_stack
-    events: list = []
-
-    def ready(upto):
-        def wait():
-            events.append(upto)
-            if upto is not None and upto == fail_at:
-                raise OSError("planted read error")
-        return wait
-
-    def arriving(template, varying, count, device=None):
-        whole = hook(template, varying, count, device=device)
-        whole.ready, whole.close_loading = ready(None), lambda: events.append("close")
-        whole.parts = [whole.part(lo, hi, whole.data[lo:hi], ready(hi)) for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-        return whole
-
-    monkeypatch.setattr(L.stack, "matchbench_stack", arriving)
-    return events
-
-
-def test_a_stack_arriving_in_parts_is_solved_part_by_part_with_the_same_rows(tmp_path, monkeypatch):
-    """A hook's stack still arriving (``InstanceStack.parts``): the first call solves and
-    certifies each part once it is there, in order, the later calls the whole stack;
-    the rows are those of the instances one by one, the loading is closed."""
-    batch = _batch(tmp_path, dataset=_npy_stack(tmp_path), warmup=0)
-    old, _ = execute_batch(batch)
-    events = _arriving(monkeypatch, [0, 2, 6, 9])
-    tables, sent, notes = _stacked(batch)
-    assert tables is not None and not notes
-    new = tables[0].to_pylist()
-    assert events == [2, 6, 9, None, "close"]  # rep 0 part by part, rep 1 whole, then closed
-    assert _content(new, JOINT | {"t_init_s"}) == _content(old, JOINT | {"t_init_s"})
-    assert all(r["status"] == "ok" and r["verified"] is True and r["batch_size"] == 9 for r in new)
-    assert all(r["t_load_s"] > 0 and r["t_verify_s"] > 0 and r["t_solve_s"] > 0 for r in new)
-    assert [k for k, _ in sent].count("start") == 2
-
-
-def test_a_part_that_fails_to_arrive_runs_the_batch_one_by_one(tmp_path, monkeypatch):
-    batch = _batch(tmp_path, dataset=_npy_stack(tmp_path))
-    events = _arriving(monkeypatch, [0, 3, 6, 9], fail_at=6)
-    tables, _, notes = _stacked(batch)
-    assert tables is None and "planted read error" in notes[0] and "one by one" in notes[0]
-    assert events == [3, 6, "close"]  # the loading stopped after the error
-    out: list = []
-    rows, _ = execute_batch(batch, tables=out)
-    got = rows + (pa.concat_tables(_whole(out)).to_pylist() if out else [])
-    assert len(got) == 18 and all(r["status"] == "ok" and r["verified"] for r in got)
-
-
-def test_instance_stack_parts_verdicts_and_measurements_join():
-    """The pieces of a stack solved in parts: ``InstanceStack.part`` cuts the per-instance
-    columns and maps ``instance``, ``StackVerdicts.concat`` joins verdicts with their
-    reasons moved, ``Measurements.total`` adds up the calls."""
-    from matchbench.core.solver import Measurements
-    from matchbench.core.stack import StackVerdicts
-
-    whole = InstanceStack("lap", np.arange(5), 5, {"instance": ["a", "b", "c", "d", "e"], "n_rows": 3,
-                                                   "family": "x", "bytes": np.arange(5), "ids": pa.array(range(5))},
-                          lambda k: f"inst{k}")
-    p = whole.part(2, 5, whole.data[2:5])
-    assert p.count == 3 and p.instance(0) == "inst2" and p.columns["instance"] == ["c", "d", "e"]
-    assert p.columns["n_rows"] == 3 and p.columns["family"] == "x" and p.columns["bytes"].tolist() == [2, 3, 4]
-    assert p.columns["ids"].to_pylist() == [2, 3, 4] and p.ready is None and p.parts is None
-    with pytest.raises(ValueError, match="a part"):
-        whole.part(3, 3, None)
-    whole.wait()  # nothing to wait for
-    whole.close()
-    a, b = StackVerdicts.empty(2), StackVerdicts.empty(3)
-    a.verified[:] = True
-    a.objective[:] = [1.0, 2.0]
-    b.reasons[1] = "no"
-    a.columns["extra"], b.columns["extra"] = [1, 2], [3, 4, 5]
-    j = StackVerdicts.concat([a, b])
-    assert j.verified.tolist() == [True, True, False, False, False] and j.reasons == {3: "no"}
-    assert j.objective[:2].tolist() == [1.0, 2.0] and j.columns["extra"].tolist() == [1, 2, 3, 4, 5]
-    del b.columns["extra"]
-    with pytest.raises(ValueError, match="extra"):
-        StackVerdicts.concat([a, b])
-    calls = [Measurements(solve=0.5, upload=None, phases={"x": 1.0}, counters={"kernel_launches": 2, "k": [1]}),
-             Measurements(solve=0.25, upload=None, phases={"x": 0.5, "y": 2.0},
-                          counters={"kernel_launches": 3, "k": [2], "flag": True})]
-    t = Measurements.total(calls)
-    assert (t.solve, t.upload, t.transfer) == (0.75, None, None)
-    assert t.phases == {"x": 1.5, "y": 2.0} and t.counters == {"kernel_launches": 5, "k": [1, 2], "flag": True}
-    assert calls[0].counters["k"] == [1]  # the calls' own counters are left as they were
-    with pytest.raises(ValueError):
-        Measurements.total([])
 
 
 @pytest.mark.parametrize("what", ["float", "rect", "outside"])
@@ -438,17 +346,13 @@ def _gpu_batch(tmp_path, n, count, seed=1, cost_range="n"):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(("source", "n", "count"), [("drawn", 64, 300), ("drawn", 33, 40), ("drawn", 200, 100),
-                                                     ("file", 64, 300), ("file_parts", 64, 300)])
+                                                     ("file", 64, 300)])
 def test_gpu_stack_rows_equal_the_joint_solves_rows(tmp_path, monkeypatch, source, n, count):
     """On the GPU: drawn there (n = 64: 300 x 16 KiB, over the GPU draw's 1 MiB) or on the
-    host and uploaded (n = 33), or read from a file into pinned buffers and uploaded, or
-    read so by a thread of its own and solved in parts as they arrive; solved in one
-    launch (a part), certified there; the rows are the per-instance joint solve's,
+    host and uploaded (n = 33), or read from a file into pinned buffers and uploaded;
+    solved in one launch, certified there; the rows are the per-instance joint solve's,
     counter for counter."""
-    if source == "file_parts":  # parts of 64 matrices, chunks of 16
-        monkeypatch.setattr(L, "STACK_PART_BYTES", 60 * n * n * 4)
-        monkeypatch.setattr(L, "STACK_UPLOAD_CHUNK_BYTES", 16 * n * n * 4)
-    if source.startswith("file"):
+    if source == "file":
         batch = _batch(tmp_path, GPU_BATCHED, _npy_stack(tmp_path, (count, n, n)), reps=1)
     else:
         batch = _gpu_batch(tmp_path, n, count)
@@ -460,20 +364,12 @@ def test_gpu_stack_rows_equal_the_joint_solves_rows(tmp_path, monkeypatch, sourc
     execute_batch(batch, tables=out)
     old = pa.concat_tables(_whole(out)).to_pylist()
     assert len(new) == len(old) == count
-    # solved in parts: the launches and syncs are those of all parts
-    calls = {"kernel_launches", "host_syncs"} if source == "file_parts" else set()
-    skip = {"counters_json", "t_init_s", "gpu_mem_peak_bytes"} | calls
+    skip = {"counters_json", "t_init_s", "gpu_mem_peak_bytes"}
     assert _content(new, skip) == _content(old, skip)
-    drop = lambda r: {k: v for k, v in json.loads(r["counters_json"]).items()  # noqa: E731
-                      if k != "batch_solve_s" and k not in calls}
+    drop = lambda r: {k: v for k, v in json.loads(r["counters_json"]).items() if k != "batch_solve_s"}  # noqa: E731
     assert [drop(r) for r in sorted(new, key=lambda r: r["task_id"])] == [
         drop(r) for r in sorted(old, key=lambda r: r["task_id"])]
     assert all(r["status"] == "ok" and r["verified"] is True and r["batch_size"] == count for r in new)
-    if source == "file_parts":  # 5 launches of the solve (and of the certificate) instead of 1
-        parts = len(L.part_bounds(count, n * n * 4, 16)) - 1
-        assert parts == 5
-        launches = {r["kernel_launches"] for r in new}
-        assert len(launches) == 1 and launches.pop() >= parts
 
 
 @pytest.mark.gpu

@@ -119,43 +119,6 @@ class Measurements:
         return cls(**named, phases=rest, counters=dict(counters or {}))
 
     @classmethod
-    def total(cls, calls: list[Measurements]) -> Measurements:
-        """The measurements of several calls that together did one call's work (the parts
-        of a stack still arriving, :mod:`matchbench.core.stack`): seconds, phases and
-        numeric counters summed (a field None in every call stays None), lists of the
-        calls joined, other counters the first call's.
-
-        >>> a = Measurements.from_dicts({"solve": 0.5, "push": 0.25}, {"kernel_launches": 3, "mode": "x"})
-        >>> b = Measurements.from_dicts({"solve": 0.25}, {"kernel_launches": 2, "mode": "y"})
-        >>> t = Measurements.total([a, b])
-        >>> t.solve, t.transfer, t.phases, t.counters
-        (0.75, None, {'push': 0.25}, {'kernel_launches': 5, 'mode': 'x'})
-        """
-        if not calls:
-            raise ValueError("Measurements.total of no calls")
-
-        def add(values: list[Any]) -> Any:
-            given = [v for v in values if v is not None]
-            return sum(given) if given else None
-
-        phases: dict[str, float] = {}
-        counters: dict[str, Any] = {}
-        for m in calls:
-            for k, v in m.phases.items():
-                phases[k] = phases.get(k, 0.0) + v
-            for k, v in m.counters.items():
-                if k not in counters:
-                    counters[k] = list(v) if isinstance(v, list) else v
-                elif isinstance(v, bool) or not isinstance(v, int | float | list):
-                    continue
-                elif isinstance(v, list) and isinstance(counters[k], list):
-                    counters[k].extend(v)
-                elif isinstance(counters[k], int | float) and not isinstance(counters[k], bool):
-                    counters[k] += v
-        return cls(*(add([getattr(m, f) for m in calls]) for f in ("solve", "init", "upload", "transfer", "process")),
-                   phases=phases, counters=counters)
-
-    @classmethod
     def of(cls, solver: Any) -> Measurements:
         """The measurements of ``solver``'s last run.
 

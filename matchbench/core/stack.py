@@ -25,14 +25,6 @@ them only where all three are there, and otherwise runs the batch instance by in
   :meth:`~matchbench.core.problem.Problem.verify` as arrays (an answer it rejects is
   judged by ``verify`` itself, on :meth:`InstanceStack.instance`, so that its reason is
   that of the one-by-one path).
-
-A hook may hand back a stack that is still arriving (a large file read into device
-memory by a thread of its own): its :attr:`InstanceStack.parts` are sub-stacks of
-consecutive instances in the order they arrive, each with a ``ready`` that blocks until
-its data is there. The runner then solves and certifies each part as soon as it has
-arrived, while the next ones load, in the batch's first call; :meth:`InstanceStack.wait`
-blocks until all of it is there, and :meth:`InstanceStack.close` stops the loading (after
-an error). A stack without parts is there when the hook returns.
 """
 
 from __future__ import annotations
@@ -64,13 +56,6 @@ class InstanceStack:
     instance : callable
         ``instance(k)``: instance ``k`` as the object its generator gives alone (what a
         certificate's rejected answer, or a fallback, is judged on).
-    parts : list of InstanceStack, optional
-        A stack still arriving: its instances as consecutive sub-stacks (:meth:`part`),
-        in the order their data arrives (see the module docstring).
-    ready : callable, optional
-        Blocks until the data is there (:meth:`wait`); None: it is.
-    close_loading : callable, optional
-        Stops a loading still under way (:meth:`close`).
     """
 
     problem: str
@@ -78,45 +63,6 @@ class InstanceStack:
     count: int
     columns: dict[str, Any]
     instance: Callable[[int], Any]
-    parts: list[InstanceStack] | None = None
-    ready: Callable[[], None] | None = None
-    close_loading: Callable[[], None] | None = None
-
-    def wait(self) -> None:
-        """Block until the stack's data is all there; raises the loading's error."""
-        if self.ready is not None:
-            self.ready()
-
-    def close(self) -> None:
-        """Stop loading what has not arrived yet and wait for the loader (idempotent)."""
-        if self.close_loading is not None:
-            self.close_loading()
-
-    def part(self, lo: int, hi: int, data: Any, ready: Callable[[], None] | None = None) -> InstanceStack:
-        """Instances ``lo`` to ``hi`` (exclusive) as a stack of their own: ``data`` their
-        arrays, the columns that differ per instance cut to them, ``instance(k)`` this
-        stack's ``instance(lo + k)``, ``ready`` what blocks until their data is there.
-
-        >>> s = InstanceStack("lap", None, 4, {"n_rows": 3, "instance": ["a", "b", "c", "d"]}, str)
-        >>> p = s.part(1, 3, None)
-        >>> p.count, p.columns, p.instance(0)
-        (2, {'n_rows': 3, 'instance': ['b', 'c']}, '1')
-        """
-        if not 0 <= lo < hi <= self.count:
-            raise ValueError(f"a part [{lo}, {hi}) of a stack of {self.count} instances")
-        columns = {k: v[lo:hi] if _per_instance(v) else v for k, v in self.columns.items()}
-        whole = self.instance
-        return InstanceStack(self.problem, data, hi - lo, columns, lambda k: whole(lo + k), ready=ready)
-
-
-def _per_instance(value: Any) -> bool:
-    """Whether a column value holds one value per instance (a list, an array, an Arrow
-    array), not one that all instances share."""
-    if isinstance(value, list | tuple):
-        return True
-    if isinstance(value, np.ndarray):
-        return value.ndim > 0
-    return type(value).__module__.split(".")[0] == "pyarrow" and hasattr(value, "__len__")
 
 
 @dataclass
@@ -140,28 +86,6 @@ class StackVerdicts:
         """``count`` verdicts of nothing yet: unverified, every number NaN."""
         nan = np.full(count, np.nan)
         return cls(np.zeros(count, dtype=bool), nan, nan.copy(), nan.copy())
-
-    @classmethod
-    def concat(cls, parts: list[StackVerdicts]) -> StackVerdicts:
-        """The verdicts of consecutive parts of a stack as one, in order.
-
-        >>> a, b = StackVerdicts.empty(2), StackVerdicts.empty(1)
-        >>> b.reasons[0] = "not a matching"
-        >>> c = StackVerdicts.concat([a, b])
-        >>> c.verified.shape, c.reasons
-        ((3,), {2: 'not a matching'})
-        """
-        out = cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("verified", "objective", "bound", "reference")))
-        at = 0
-        for p in parts:
-            out.reasons.update((at + k, why) for k, why in p.reasons.items())
-            at += len(p.verified)
-        keys = {k for p in parts for k in p.columns}
-        for key in keys:
-            if any(key not in p.columns for p in parts):
-                raise ValueError(f"the column {key!r} is missing from some parts' verdicts")
-            out.columns[key] = np.concatenate([np.asarray(p.columns[key]) for p in parts])
-        return out
 
     def set(self, k: int, verdict: Any) -> None:
         """Write one :class:`~matchbench.core.problem.Verification` at ``k``."""

@@ -141,9 +141,21 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from matchbench.core.problem import VERIFY_DEVICE
+    from matchbench.core.solver import Measurements
     from matchbench.results.schema import SCHEMA, CompactTable
     from matchbench.runner.provenance import worker_provenance
-    from matchbench.runner.task import e2e_seconds, format_exception, task_base
+    from matchbench.runner.task import (
+        _call_columns,
+        _now,
+        _Ready,
+        _schedule,
+        _warm_initializers,
+        e2e_seconds,
+        format_exception,
+        task_base,
+        timed_steps,
+    )
 
     count = len(batch)
     t_start = time.perf_counter()
@@ -179,14 +191,69 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
         raise _Declined(f"making the instances: {format_exception(exc)}") from None
     if stack is None:
         raise _Declined("")
-    t_load = time.perf_counter() - t0
+    if int(stack.count) != count or stack.problem != first.problem:
+        raise _Declined(f"the stack hook gave {stack.count} {stack.problem!r} instances for "
+                        f"{count} {first.problem!r} tasks")
+    base["t_load_s"] = (time.perf_counter() - t0) / count
     try:
-        calls, t_load, init_objectives = _stack_calls(
-            stack, t_load, count, first, base, solver, problem, initializer, gpu, pool, tell
-        )
-    finally:
-        stack.close()  # a loading still under way (after an error) stops here
-    base["t_load_s"] = t_load / count
+        skip, _reason = solver.skip_stack(stack)
+    except Exception as exc:
+        raise _Declined(f"solver: {format_exception(exc)}") from None
+    if skip:  # each instance's own skip() gives its row
+        raise _Declined("")
+
+    init, init_objectives = None, None
+    if initializer is not None:
+        try:
+            warm_key = f"stack:{first.problem}:{initializer.label()}"
+            if warm_key not in _warm_initializers:
+                # The first call of a process compiles (numba JIT); keep that out of t_init_s.
+                initializer.initialize_stack(stack.data)
+                _warm_initializers.add(warm_key)
+            t0 = time.perf_counter()
+            init = initializer.initialize_stack(stack.data)
+            base["t_init_s"] = (time.perf_counter() - t0) / count
+            base["init"] = initializer.label()
+            init_objectives = problem.initial_objectives(init)
+        except Exception as exc:  # one by one, each instance's initializer says it
+            raise _Declined(f"initializer: {format_exception(exc)}") from None
+
+    def prepare() -> None:
+        if init is None:
+            solver.prepare_stack(stack)
+        else:
+            solver.prepare_stack(stack, init)
+
+    ready = _Ready(first, base, None, problem, solver, None, gpu, pool)
+    calls: list[tuple[int, bool, Any, dict[str, Any], Any, float]] = []
+    try:
+        for rep, instr in _schedule(first, solver):
+            if gpu:
+                pool.free_all_blocks()
+            tell("start", rep)
+            answers, (t0, t1, t2, t3) = timed_steps(prepare, solver.run, solver.result_stack, gpu)
+            if rep < 0:
+                continue
+            now = _now()
+            measured = Measurements.of(solver)
+            cols = _call_columns(ready, measured, (t1 - t0, t2 - t1, t3 - t2), count)
+            if measured.init is not None:
+                raise _Declined("the solver ran an initializer of its own")
+            verdicts, t_verify = None, None
+            if first.verify:
+                tv = time.perf_counter()
+                token = VERIFY_DEVICE.set("gpu" if gpu else "cpu")
+                try:
+                    verdicts = problem.verify_stack(stack, answers)
+                finally:
+                    VERIFY_DEVICE.reset(token)
+                t_verify = (time.perf_counter() - tv) / count
+            calls.append((rep, instr, now, cols, verdicts, t_verify))
+    except _Declined:
+        raise
+    except Exception as exc:
+        raise _Declined(f"{type(exc).__name__}: {str(exc)[:300]}") from None
+
     # -- the rows: the batch's constants, the instances' columns, each call's verdicts --
     per_instance: dict[str, Any] = {
         "task_id": pa.array(batch.column("task_id"), type=pa.string()),
@@ -234,116 +301,6 @@ def _stack_table(batch: Batch, first: Any, template: dict[str, Any], varying: di
     for part in parts:
         part.constants["t_total_s"] = total
     return parts
-
-
-def _stack_calls(stack: Any, t_load: float, count: int, first: Any, base: dict[str, Any], solver: Any,
-                 problem: Any, initializer: Any, gpu: bool, pool: Any,
-                 tell: Callable[[str, Any], None]) -> tuple[list[tuple[Any, ...]], float, Any]:
-    """Every scheduled call of ``solver`` on ``stack``, certified: ``(rep, instrumented,
-    timestamp, the call's shared columns, verdicts, verify seconds per instance)`` each,
-    the load's seconds (``t_load`` plus the time spent waiting for the data to arrive)
-    and the initializer's objectives (None without one).
-
-    A stack still arriving (:attr:`~matchbench.core.stack.InstanceStack.parts`) is solved
-    part by part in the first call, each part as soon as it is there, while the next ones
-    load: that call's times and counters are the sums over its parts
-    (:meth:`~matchbench.core.solver.Measurements.total`), its memory peak the largest.
-    The other calls, and a batch with an initializer, solve the whole stack at once.
-    """
-    from matchbench.core.problem import VERIFY_DEVICE
-    from matchbench.core.solver import Measurements
-    from matchbench.core.stack import StackVerdicts
-    from matchbench.runner.task import (
-        _call_columns,
-        _now,
-        _Ready,
-        _schedule,
-        _warm_initializers,
-        format_exception,
-        timed_steps,
-    )
-
-    if int(stack.count) != count or stack.problem != first.problem:
-        raise _Declined(f"the stack hook gave {stack.count} {stack.problem!r} instances for "
-                        f"{count} {first.problem!r} tasks")
-    try:
-        skip, _reason = solver.skip_stack(stack)
-    except Exception as exc:
-        raise _Declined(f"solver: {format_exception(exc)}") from None
-    if skip:  # each instance's own skip() gives its row
-        raise _Declined("")
-
-    def arrive(piece: Any) -> float:
-        t = time.perf_counter()
-        piece.wait()
-        return time.perf_counter() - t
-
-    init, init_objectives = None, None
-    if initializer is not None:
-        t_load += arrive(stack)
-    try:
-        if initializer is not None:
-            warm_key = f"stack:{first.problem}:{initializer.label()}"
-            if warm_key not in _warm_initializers:
-                # The first call of a process compiles (numba JIT); keep that out of t_init_s.
-                initializer.initialize_stack(stack.data)
-                _warm_initializers.add(warm_key)
-            t0 = time.perf_counter()
-            init = initializer.initialize_stack(stack.data)
-            base["t_init_s"] = (time.perf_counter() - t0) / count
-            base["init"] = initializer.label()
-            init_objectives = problem.initial_objectives(init)
-    except _Declined:
-        raise
-    except Exception as exc:  # one by one, each instance's initializer says it
-        raise _Declined(f"initializer: {format_exception(exc)}") from None
-
-    def prepare(piece: Any) -> Callable[[], None]:
-        if init is None:
-            return lambda: solver.prepare_stack(piece)
-        return lambda: solver.prepare_stack(piece, init)
-
-    ready = _Ready(first, base, None, problem, solver, None, gpu, pool)
-    calls: list[tuple[Any, ...]] = []
-    try:
-        for i, (rep, instr) in enumerate(_schedule(first, solver)):
-            if gpu:
-                pool.free_all_blocks()
-            tell("start", rep)
-            pieces = stack.parts if i == 0 and stack.parts and init is None else [stack]
-            measured, verdicts, seconds, t_verify, peak = [], [], [0.0, 0.0, 0.0], 0.0, 0
-            for piece in pieces:
-                t_load += arrive(piece)
-                answers, (t0, t1, t2, t3) = timed_steps(prepare(piece), solver.run, solver.result_stack, gpu)
-                for j, dt in enumerate((t1 - t0, t2 - t1, t3 - t2)):
-                    seconds[j] += dt
-                measured.append(Measurements.of(solver))
-                if gpu:
-                    peak = max(peak, solver.memory_peak_bytes() or int(pool.total_bytes()))
-                if rep >= 0 and first.verify:
-                    tv = time.perf_counter()
-                    token = VERIFY_DEVICE.set("gpu" if gpu else "cpu")
-                    try:
-                        verdicts.append(problem.verify_stack(piece, answers))
-                    finally:
-                        VERIFY_DEVICE.reset(token)
-                    t_verify += time.perf_counter() - tv
-            if rep < 0:
-                continue
-            now = _now()
-            total = Measurements.total(measured)
-            cols = _call_columns(ready, total, tuple(seconds), count)  # type: ignore[arg-type]
-            if gpu:
-                cols["gpu_mem_peak_bytes"] = peak
-            if total.init is not None:
-                raise _Declined("the solver ran an initializer of its own")
-            joined = None if not verdicts else verdicts[0] if len(verdicts) == 1 else StackVerdicts.concat(verdicts)
-            calls.append((rep, instr, now, cols, joined, t_verify / count if verdicts else None))
-    except _Declined:
-        raise
-    except Exception as exc:
-        raise _Declined(f"{type(exc).__name__}: {str(exc)[:300]}") from None
-    return calls, t_load, init_objectives
 
 
 def _verdict_columns(v: Any, count: int) -> dict[str, Any]:

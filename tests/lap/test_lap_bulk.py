@@ -264,57 +264,6 @@ def test_a_stack_read_in_many_chunks_is_the_files_matrices(monkeypatch, rows, th
         assert dev.get().tobytes() == data[idx].tobytes()
 
 
-@pytest.mark.gpu
-def test_a_large_stack_file_arrives_in_parts_while_it_loads(monkeypatch, tmp_path):
-    """Over twice ``STACK_PART_BYTES``, the stack hook hands back the file's device copy
-    while a thread still loads it, in parts of whole upload chunks: each part's data,
-    once its ``ready`` returns, is the file's; the whole, once ``wait`` returns; the
-    loading closes (idempotent)."""
-    data = np.random.default_rng(5).integers(0, 1000, size=(97, 16, 16), dtype=np.int64).astype(np.int32)
-    one = data[0].nbytes
-    path = tmp_path / "s.npy"
-    np.save(path, data)
-    monkeypatch.setattr(L, "STACK_UPLOAD_CHUNK_BYTES", 4 * one)
-    monkeypatch.setattr(L, "STACK_PART_BYTES", 20 * one)
-    monkeypatch.setattr(L, "GPU_DRAW_BYTES", one)
-    seeds = list(range(3, 93))
-    st = L.stack_stack({"path": str(path)}, {"seed": seeds}, len(seeds), device="gpu")
-    assert st.parts is not None
-    bounds = L.part_bounds(len(seeds), one, 4)
-    assert [p.count for p in st.parts] == np.diff(bounds).tolist() and len(st.parts) == 4
-    for p, lo in zip(st.parts, bounds, strict=False):
-        p.wait()
-        assert p.data.get().tobytes() == data[seeds[lo : lo + p.count]].tobytes()
-        assert p.instance(0).name == f"s_i{seeds[lo]}" and p.columns["instance"][0] == f"s_i{seeds[lo]}"
-    st.wait()
-    assert st.data.get().tobytes() == data[seeds].tobytes()
-    st.close()
-    st.close()
-    # below twice the part size: loaded before the hook returns, no parts
-    small = L.stack_stack({"path": str(path)}, {"seed": seeds[:30]}, 30, device="gpu")
-    assert small.parts is None and small.data.get().tobytes() == data[seeds[:30]].tobytes()
-
-
-@pytest.mark.gpu
-def test_a_stack_load_hands_its_error_to_the_waiter_and_stops_when_closed(monkeypatch):
-    data = np.arange(40 * 8 * 8, dtype=np.int32).reshape(40, 8, 8)
-    monkeypatch.setattr(L, "STACK_UPLOAD_CHUNK_BYTES", 2 * data[0].nbytes)
-    bad = L.StackLoad(data, np.array([0, 5, 99, 1], dtype=np.int64)).start()  # 99 is outside
-    with pytest.raises(RuntimeError, match="reading the stack: IndexError"):
-        bad.wait()
-    bad.close()
-    load = L.StackLoad(data, np.arange(40, dtype=np.int64)).start()
-    load.wait(3)
-    assert load.dev[:3].get().tobytes() == data[:3].tobytes()
-    load.close()  # stops after the chunks under way
-    try:
-        load.wait()
-    except RuntimeError as exc:
-        assert "stopped after" in str(exc)
-    else:
-        assert load.dev.get().tobytes() == data.tobytes()
-
-
 def test_read_threads_stay_within_the_cpus_and_the_cap():
     import os
 

@@ -714,117 +714,34 @@ def read_threads() -> int:
 
 
 def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
-    """Matrices ``idx`` of a mapped stack as one device array, None where the GPU fails
-    (:class:`StackLoad`, run in the caller's thread)."""
-    try:
-        load = StackLoad(arr, idx)
-    except Exception:  # no CuPy or device, out of memory: the host copies serve
-        return None
-    try:
-        load.run()
-    except Exception:  # the file cannot be read: the host copies serve (and say why)
-        return None
-    return load.dev
-
-
-class StackLoad:
-    """The copy of matrices ``idx`` of a mapped stack into one device array (``dev``).
+    """Matrices ``idx`` of a mapped stack as one device array, None where the GPU fails.
 
     The file is copied in chunks of :data:`STACK_UPLOAD_CHUNK_BYTES` into
-    :data:`STACK_UPLOAD_BUFFERS` pinned host buffers by :func:`read_threads` threads,
-    each chunk's parts queued as soon as its buffer's previous upload has left it, so the
+    :data:`STACK_UPLOAD_BUFFERS` pinned host buffers by :func:`read_threads` threads, each
+    chunk's parts queued as soon as its buffer's previous upload has left it, so the
     threads go from one chunk to the next without waiting while a full buffer uploads
-    asynchronously on a stream of its own. Nothing of it stays on the host.
-
-    :meth:`run` loads it all in the caller's thread; :meth:`start` loads it in a thread
-    of its own, and :meth:`wait` blocks until the first ``rows`` matrices are on the
-    device (so that they are solved while the rest loads), :meth:`close` stops it.
-    Constructing it allocates the device and pinned memory (and raises where it cannot).
+    asynchronously. Nothing of it stays on the host (a ``DeviceCostMatrix`` copies its
+    block back only if ``costs`` is read).
     """
-
-    def __init__(self, arr: np.ndarray, idx: np.ndarray) -> None:
-        import threading
+    try:
+        from collections import deque
+        from concurrent.futures import ThreadPoolExecutor
 
         import cupy as cp
         import cupyx
 
-        self.arr, self.idx = arr, idx
-        self.count = n_mat = int(idx.size)
+        n_mat = int(idx.size)
         shape = arr.shape[1:]
         one = int(np.prod(shape)) * arr.dtype.itemsize
-        self.rows = max(1, min(n_mat, STACK_UPLOAD_CHUNK_BYTES // max(1, one)))
-        self.dev = cp.empty((n_mat, *shape), dtype=arr.dtype)
-        self.nbuf = max(2, min(STACK_UPLOAD_BUFFERS, -(-n_mat // self.rows)))
-        self.pinned = [cupyx.empty_pinned((self.rows, *shape), dtype=arr.dtype) for _ in range(self.nbuf)]
-        self.stream = cp.cuda.Stream(non_blocking=True)
-        self.device = cp.cuda.Device()
-        self._arrived = 0  # matrices whose upload is queued
-        self._events: list[tuple[int, Any]] = []  # (matrices uploaded, the event after them)
-        self._error: BaseException | None = None
-        self._stop = False
-        self._done = False
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
-
-    def run(self) -> None:
-        """Load it all, in this thread; raises the first error of a copy."""
-        self._load()
-        self.stream.synchronize()
-
-    def start(self) -> StackLoad:
-        """Load it in a thread of its own; returns ``self``."""
-        import threading
-
-        self._thread = threading.Thread(target=self._background, name="matchbench-stack-load", daemon=True)
-        self._thread.start()
-        return self
-
-    def wait(self, rows: int | None = None) -> None:
-        """Block until the first ``rows`` matrices (None: all) are on the device; raises
-        the loading's error, naming the file."""
-        rows = self.count if rows is None else min(int(rows), self.count)
-        with self._cond:
-            self._cond.wait_for(lambda: self._error is not None or self._arrived >= rows or self._done)
-            if self._error is not None:
-                raise RuntimeError(f"reading {getattr(self.arr, 'filename', 'the stack')}: "
-                                   f"{type(self._error).__name__}: {self._error}") from self._error
-            if self._arrived < rows:
-                raise RuntimeError(f"the loading of {self.count} matrices stopped after {self._arrived}")
-            event = next(e for n, e in self._events if n >= rows) if rows > 0 else None
-        if event is not None:
-            event.synchronize()
-
-    def close(self) -> None:
-        """Stop loading (the chunks under way finish) and wait for the loading thread."""
-        with self._cond:
-            self._stop = True
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        self.stream.synchronize()
-
-    def _background(self) -> None:
-        try:
-            with self.device:
-                self._load()
-        except BaseException as exc:  # handed to wait()
-            with self._cond:
-                self._error = exc
-                self._cond.notify_all()
-        finally:
-            with self._cond:
-                self._done = True
-                self._cond.notify_all()
-
-    def _load(self) -> None:
-        from collections import deque
-        from concurrent.futures import ThreadPoolExecutor
-
-        arr, idx, n_mat, rows, nbuf = self.arr, self.idx, self.count, self.rows, self.nbuf
+        rows = max(1, min(n_mat, STACK_UPLOAD_CHUNK_BYTES // max(1, one)))
+        dev = cp.empty((n_mat, *shape), dtype=arr.dtype)
+        nbuf = max(2, min(STACK_UPLOAD_BUFFERS, -(-n_mat // rows)))
+        pinned = [cupyx.empty_pinned((rows, *shape), dtype=arr.dtype) for _ in range(nbuf)]
+        stream = cp.cuda.Stream(non_blocking=True)
+        uploaded: list[Any] = [None] * nbuf
         lo = int(idx[0])
         consecutive = np.array_equal(idx, np.arange(lo, lo + n_mat))
         threads = read_threads()
-        uploaded: list[Any] = [None] * nbuf
 
         def part(buf: np.ndarray, at: int, a: int, b: int) -> None:
             if consecutive:
@@ -836,31 +753,29 @@ class StackLoad:
             for f in parts:
                 f.result()  # the first error of a part, as one thread
             slot = k % nbuf
-            self.dev[at : at + count].set(self.pinned[slot][:count], stream=self.stream)
-            uploaded[slot] = self.stream.record()
-            with self._cond:
-                self._arrived = at + count
-                self._events.append((at + count, uploaded[slot]))
-                self._cond.notify_all()
+            dev[at : at + count].set(pinned[slot][:count], stream=stream)
+            uploaded[slot] = stream.record()
 
         filling: deque[tuple[int, int, int, list[Any]]] = deque()
         with ThreadPoolExecutor(threads) as pool:
             for k, at in enumerate(range(0, n_mat, rows)):
-                if self._stop:
-                    break
                 count = min(rows, n_mat - at)
                 slot = k % nbuf
                 if uploaded[slot] is not None:
                     uploaded[slot].synchronize()  # its previous upload has left the buffer
                 cuts = np.linspace(0, count, min(threads, count) + 1).astype(int)
                 filling.append((k, at, count, [
-                    pool.submit(part, self.pinned[slot], at, int(a), int(b))
+                    pool.submit(part, pinned[slot], at, int(a), int(b))
                     for a, b in zip(cuts[:-1], cuts[1:], strict=True)
                 ]))
                 if len(filling) == nbuf - 1:  # the oldest chunk's upload, while the next fills
                     upload(*filling.popleft())
             while filling:
                 upload(*filling.popleft())
+        stream.synchronize()
+        return dev
+    except Exception:  # no CuPy or device, out of memory: the host copies serve
+        return None
 
 
 stack.matchbench_bulk = stack_bulk  # type: ignore[attr-defined]
@@ -892,15 +807,8 @@ def stack_stack(
     if int(idx.min()) < 0 or int(idx.max()) >= arr.shape[0]:
         return None
     n = int(arr.shape[1])
-    one = int(arr[0].nbytes)
-    data, load = None, None
-    if device == "gpu" and count * one >= max(GPU_DRAW_BYTES, 2 * STACK_PART_BYTES):
-        try:
-            load = StackLoad(arr, idx).start()
-            data = load.dev
-        except Exception:  # no CuPy or device, out of memory: the host copy serves
-            load = None
-    elif device == "gpu" and count * one >= GPU_DRAW_BYTES:
+    data = None
+    if device == "gpu" and count * arr[0].nbytes >= GPU_DRAW_BYTES:
         data = _device_stack(arr, idx)
     if data is None:
         data = np.take(arr, idx, axis=0)
@@ -923,40 +831,7 @@ def stack_stack(
             return _trusted(data[k], names[k], "lap_stack", params)
         return DeviceCostMatrix(data, k, names[k], "lap_stack", params)
 
-    whole = InstanceStack("lap", data, count, columns, instance)
-    if load is not None:
-        whole.ready, whole.close_loading = load.wait, load.close
-        bounds = part_bounds(count, one, load.rows)
-        whole.parts = [whole.part(lo, hi, data[lo:hi], functools.partial(load.wait, hi))
-                       for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
-    return whole
-
-
-#: A stack file's device copy of at least twice this many bytes loads in a thread of its
-#: own, and the batch is solved in parts of at least this many bytes as they arrive
-#: (:attr:`~matchbench.core.stack.InstanceStack.parts`), at most :data:`STACK_PARTS_MAX`.
-STACK_PART_BYTES = 128 << 20
-STACK_PARTS_MAX = 8
-
-
-def part_bounds(count: int, one: int, chunk_rows: int) -> list[int]:
-    """Where the parts of a stack of ``count`` matrices of ``one`` bytes begin, and its
-    end: as many parts as :data:`STACK_PART_BYTES` allows, at most
-    :data:`STACK_PARTS_MAX`, of whole upload chunks (``chunk_rows`` matrices) where a
-    part holds one.
-
-    >>> part_bounds(2000, 1 << 20, 64)
-    [0, 256, 512, 768, 1024, 1280, 1536, 1792, 2000]
-    >>> part_bounds(300, 1 << 20, 64)
-    [0, 192, 300]
-    >>> part_bounds(10, 1 << 20, 64)
-    [0, 10]
-    """
-    parts = max(1, min(STACK_PARTS_MAX, count * one // STACK_PART_BYTES))
-    size = -(-count // parts)
-    if size >= chunk_rows:
-        size = -(-size // chunk_rows) * chunk_rows
-    return [*range(0, count, size), count]
+    return InstanceStack("lap", data, count, columns, instance)
 
 
 stack.matchbench_stack = stack_stack  # type: ignore[attr-defined]
