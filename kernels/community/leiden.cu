@@ -51,15 +51,17 @@
 //     connected pieces, so the answer's communities are connected even when the level limit
 //     or the aggregation tolerance stops the loop before line 4 does.
 //
-// Kernels (a group of G threads per vertex: G = 32, a warp, for degrees up to LD_WARP_DEGREE;
-// a block of LD_BLOCK threads above; each kernel takes its vertices as a slice of a list)
+// Kernels (a group of G threads per vertex: G = LD_SUB, four groups to a warp, for degrees up
+// to leiden_gpu.py SUB_DEGREE (the _sub kernels); G = 32, a warp, up to LD_WARP_DEGREE; a
+// block of LD_BLOCK threads above; each kernel takes its vertices as a slice of a list; the
+// group size changes no decision, only which threads compute it)
 //   leiden_degrees        k_v = sum of w + 2 loop (a warp per vertex).
 //   leiden_rows           src[p] = the row of CSR entry p (for the aggregation).
 //   leiden_tally          K_C and the community sizes of a membership, by atomics.
-//   leiden_move_warp/_block   MoveNodesFast lines 15-18 for one round's vertices.
-//   leiden_commit         line 19 (and 20-21: the neighbours' flags) for one round.
+//   leiden_move_sub/_warp/_block   MoveNodesFast lines 15-18 for one round's vertices.
+//   leiden_commit(_sub)   line 19 (and 20-21: the neighbours' flags) for one round.
 //   leiden_refine_ext     E(C, S - C) of every sub-community C (lines 34 and 37).
-//   leiden_refine_warp/_block MergeNodesSubset lines 34-38 for every vertex.
+//   leiden_refine_sub/_warp/_block MergeNodesSubset lines 34-38 for every vertex.
 //   leiden_refine_commit  line 39 for the vertices that may move.
 //   leiden_pieces_hook / _jump  connected pieces of a membership: min-label propagation over
 //                         the edges inside communities, with pointer jumping.
@@ -82,6 +84,9 @@
 #define LD_HASH_MULT 2654435761u
 // The degree above which a vertex gets a block instead of a warp (leiden_gpu.py WARP_DEGREE).
 #define LD_WARP_DEGREE 128
+// Threads of a group for vertices of degree up to leiden_gpu.py SUB_DEGREE (four to a warp):
+// a mesh's vertices (degree about 6) left 26 of a warp's 32 lanes idle.
+#define LD_SUB 8
 // The least gain of a move, relative to k_v (leiden.py MOVE_RTOL): rounding noise in K_C
 // must not move a vertex between two equally good communities.
 #define LD_MOVE_RTOL 1e-12
@@ -99,10 +104,16 @@
 
 // ---- helpers ---------------------------------------------------------------------------
 
+// The lanes of the calling thread's group of G (G = 8: a quarter warp; 32 and more: all).
+template <int G>
+__device__ __forceinline__ unsigned ld_mask() {
+  return G >= 32 ? LD_FULL : (((1u << G) - 1u) << ((threadIdx.x & 31) & ~(G - 1)));
+}
+
 template <int G>
 __device__ __forceinline__ void ld_sync() {
-  if (G == 32) {
-    __syncwarp();
+  if (G <= 32) {
+    __syncwarp(ld_mask<G>());
   } else {
     __syncthreads();
   }
@@ -139,7 +150,7 @@ __device__ __forceinline__ void ld_better(double& g, int& c, double og, int oc) 
 template <int G>
 __device__ __forceinline__ double ld_sum(double x) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(LD_FULL, x, o);
+  for (int o = (G < 32 ? G : 32) / 2; o > 0; o >>= 1) x += __shfl_xor_sync(ld_mask<G>(), x, o);
   if (G > 32) {
     __shared__ double s[LD_BLOCK / 32];
     if ((threadIdx.x & 31) == 0) s[threadIdx.x >> 5] = x;
@@ -155,9 +166,9 @@ __device__ __forceinline__ double ld_sum(double x) {
 template <int G>
 __device__ __forceinline__ void ld_best(double& g, int& c) {
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const double og = __shfl_xor_sync(LD_FULL, g, o);
-    const int oc = __shfl_xor_sync(LD_FULL, c, o);
+  for (int o = (G < 32 ? G : 32) / 2; o > 0; o >>= 1) {
+    const double og = __shfl_xor_sync(ld_mask<G>(), g, o);
+    const int oc = __shfl_xor_sync(ld_mask<G>(), c, o);
     ld_better(g, c, og, oc);
   }
   if (G > 32) {
@@ -176,18 +187,39 @@ __device__ __forceinline__ void ld_best(double& g, int& c) {
   }
 }
 
+// The block's sum of every thread's x, added to *slot by one atomic (thread 0): a launch's
+// counts all go to one address, and an atomic per vertex there serializes (on a 2^22 mesh
+// leiden_commit took 1.4 ms a launch so, as long as the moves themselves). Every thread of
+// the block calls it, after its grid-stride loop. Sums of counts, and of integer weights,
+// are exact in any order.
+template <typename T>
+__device__ __forceinline__ void ld_block_add(T* slot, T x) {
+  __shared__ T s[LD_BLOCK / 32];
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(LD_FULL, x, o);
+  if ((threadIdx.x & 31) == 0) s[threadIdx.x >> 5] = x;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    T total = s[0];
+#pragma unroll
+    for (int i = 1; i < LD_BLOCK / 32; ++i) total += s[i];
+    if (total != (T)0) atomicAdd(slot, total);
+  }
+  __syncthreads();  // s is read before the next call writes it
+}
+
 // The group's vertex slot: which item of the list, and the thread's rank in the group.
 template <int G>
 __device__ __forceinline__ long long ld_item() {
-  return G == 32 ? ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32 : (long long)blockIdx.x;
+  return G <= 32 ? ((long long)blockIdx.x * blockDim.x + threadIdx.x) / G : (long long)blockIdx.x;
 }
 template <int G>
 __device__ __forceinline__ long long ld_items() {
-  return G == 32 ? ((long long)gridDim.x * blockDim.x) / 32 : (long long)gridDim.x;
+  return G <= 32 ? ((long long)gridDim.x * blockDim.x) / G : (long long)gridDim.x;
 }
 template <int G>
 __device__ __forceinline__ int ld_rank() {
-  return G == 32 ? (threadIdx.x & 31) : threadIdx.x;
+  return G <= 32 ? (threadIdx.x & (G - 1)) : threadIdx.x;
 }
 
 // ---- per-vertex sums, tallies ------------------------------------------------------------
@@ -301,6 +333,11 @@ __device__ void ld_move_one(int v, const long long* ptr, const int* ind, const d
       unsigned char *flag, int prune, int lower_only
 #define LD_MOVE_PASS ptr, ind, w, C, a, size, k, r, keys, vals, newc, de, dk, flag, prune, lower_only
 
+extern "C" __global__ void leiden_move_sub(LD_MOVE_ARGS) {
+  for (long long i = ld_item<LD_SUB>(); i < count; i += ld_items<LD_SUB>())
+    ld_move_one<LD_SUB>(verts[start + i], LD_MOVE_PASS);
+}
+
 extern "C" __global__ void leiden_move_warp(LD_MOVE_ARGS) {
   for (long long i = ld_item<32>(); i < count; i += ld_items<32>())
     ld_move_one<32>(verts[start + i], LD_MOVE_PASS);
@@ -311,34 +348,50 @@ extern "C" __global__ void leiden_move_block(LD_MOVE_ARGS) {
     ld_move_one<LD_BLOCK>(verts[start + i], LD_MOVE_PASS);
 }
 
-// Line 19 for a round's vertices (a warp each), and lines 20-21: a moved vertex flags its
-// neighbours (writes of 1 only; the flags are read by the next move launch). K_C and sizes by
-// atomics; stats by one atomic per moved vertex.
-extern "C" __global__ void leiden_commit(const int* verts, long long start, long long count,
-                                         const long long* ptr, const int* ind,
-                                         const int* newc, const double* k, const double* de,
-                                         const double* dk, int* C, double* a, int* size,
-                                         unsigned char* flag, unsigned long long* stats) {
-  const int lane = threadIdx.x & 31;
-  for (long long i = ld_item<32>(); i < count; i += ld_items<32>()) {
+// Line 19 for a round's vertices (a group of G threads each: a warp, or LD_SUB for the
+// vertices leiden_move_sub decided), and lines 20-21: a moved vertex flags its neighbours
+// (writes of 1 only; the flags are read by the next move launch). K_C and sizes by atomics;
+// the stats summed per block (ld_block_add).
+template <int G>
+__device__ __forceinline__ void ld_commit(const int* verts, long long start, long long count,
+                                          const long long* ptr, const int* ind,
+                                          const int* newc, const double* k, const double* de,
+                                          const double* dk, int* C, double* a, int* size,
+                                          unsigned char* flag, unsigned long long* stats) {
+  const int t = ld_rank<G>();
+  unsigned long long moved = 0;
+  double sum_de = 0.0, sum_dk = 0.0;
+  for (long long i = ld_item<G>(); i < count; i += ld_items<G>()) {
     const int v = verts[start + i];
     const int to = newc[v];
     const int cv = C[v];
     if (to == cv) continue;
-    __syncwarp();  // every lane has read C[v] before lane 0 writes it
-    if (lane == 0) {
+    ld_sync<G>();  // every thread of the group has read C[v] before thread 0 writes it
+    if (t == 0) {
       C[v] = to;
       atomicAdd(a + to, k[v]);
       atomicAdd(a + cv, -k[v]);
       atomicAdd(size + to, 1);
       atomicSub(size + cv, 1);
-      atomicAdd(stats + LD_MOVED, 1ull);
-      atomicAdd((double*)(stats + LD_DE), de[v]);
-      atomicAdd((double*)(stats + LD_DK), dk[v]);
+      moved += 1;
+      sum_de += de[v];
+      sum_dk += dk[v];
     }
-    for (long long p = ptr[v] + lane; p < ptr[v + 1]; p += 32) flag[ind[p]] = 1;
+    for (long long p = ptr[v] + t; p < ptr[v + 1]; p += G) flag[ind[p]] = 1;
   }
+  ld_block_add(stats + LD_MOVED, moved);
+  ld_block_add((double*)(stats + LD_DE), sum_de);
+  ld_block_add((double*)(stats + LD_DK), sum_dk);
 }
+
+#define LD_COMMIT_ARGS                                                                      \
+  const int *verts, long long start, long long count, const long long *ptr, const int *ind, \
+      const int *newc, const double *k, const double *de, const double *dk, int *C, double *a, \
+      int *size, unsigned char *flag, unsigned long long *stats
+#define LD_COMMIT_PASS verts, start, count, ptr, ind, newc, k, de, dk, C, a, size, flag, stats
+
+extern "C" __global__ void leiden_commit(LD_COMMIT_ARGS) { ld_commit<32>(LD_COMMIT_PASS); }
+extern "C" __global__ void leiden_commit_sub(LD_COMMIT_ARGS) { ld_commit<LD_SUB>(LD_COMMIT_PASS); }
 
 // ---- RefinePartition / MergeNodesSubset (lines 26-43) ------------------------------------
 
@@ -372,14 +425,13 @@ extern "C" __global__ void leiden_refine_ext(long long n, const long long* ptr, 
 // keeps the "wants" acyclic, so the highest (lowest) chooser of a round is wanted by nobody
 // and moves: every two rounds merge something while any vertex has a target.
 template <int G>
-__device__ void ld_refine_one(int v, const long long* ptr, const int* ind, const double* w,
+__device__ unsigned long long ld_refine_one(int v, const long long* ptr, const int* ind, const double* w,
                               const int* C, const double* KS, const int* R, const double* KR,
                               const int* sizeR, const double* ext, const double* k, double r,
                               int parity, int* keys, double* vals, int* target,
-                              unsigned char* wanted, unsigned char* done,
-                              unsigned long long* stats) {
+                              unsigned char* wanted, unsigned char* done) {
   const int t = ld_rank<G>();
-  if (done[v] || R[v] != v || sizeR[v] != 1) return;  // line 36
+  if (done[v] || R[v] != v || sizeR[v] != 1) return 0;  // line 36
   const int s = C[v];
   const double kv = k[v];
   const double ks = KS[s];
@@ -387,7 +439,7 @@ __device__ void ld_refine_one(int v, const long long* ptr, const int* ind, const
   if (ext[v] < __dmul_rn(rk, __dsub_rn(ks, kv))) {  // line 34
     ld_sync<G>();  // every thread has read done[v]
     if (t == 0) done[v] = 1;
-    return;
+    return 0;
   }
   const long long b = ptr[v], e = ptr[v + 1];
   const long long cap = 2 * (e - b);
@@ -418,13 +470,14 @@ __device__ void ld_refine_one(int v, const long long* ptr, const int* ind, const
     if (c == LD_NONE) {
       done[v] = 1;
     } else {
-      atomicAdd(stats + LD_CHOSE, 1ull);
       if ((parity == 0) == (c < v)) {
         target[v] = c;
         wanted[c] = 1;
       }
+      return 1;  // v had a target (the round's LD_CHOSE count, thread 0's)
     }
   }
+  return 0;
 }
 
 #define LD_REFINE_ARGS                                                                     \
@@ -434,16 +487,27 @@ __device__ void ld_refine_one(int v, const long long* ptr, const int* ind, const
       int *keys, double *vals, int *target, unsigned char *wanted, unsigned char *done,     \
       unsigned long long *stats
 #define LD_REFINE_PASS \
-  ptr, ind, w, C, KS, R, KR, sizeR, ext, k, r, parity, keys, vals, target, wanted, done, stats
+  ptr, ind, w, C, KS, R, KR, sizeR, ext, k, r, parity, keys, vals, target, wanted, done
+
+extern "C" __global__ void leiden_refine_sub(LD_REFINE_ARGS) {
+  unsigned long long chose = 0;
+  for (long long i = ld_item<LD_SUB>(); i < count; i += ld_items<LD_SUB>())
+    chose += ld_refine_one<LD_SUB>(verts[start + i], LD_REFINE_PASS);
+  ld_block_add(stats + LD_CHOSE, chose);
+}
 
 extern "C" __global__ void leiden_refine_warp(LD_REFINE_ARGS) {
+  unsigned long long chose = 0;
   for (long long i = ld_item<32>(); i < count; i += ld_items<32>())
-    ld_refine_one<32>(verts[start + i], LD_REFINE_PASS);
+    chose += ld_refine_one<32>(verts[start + i], LD_REFINE_PASS);
+  ld_block_add(stats + LD_CHOSE, chose);
 }
 
 extern "C" __global__ void leiden_refine_block(LD_REFINE_ARGS) {
+  unsigned long long chose = 0;
   for (long long i = ld_item<LD_BLOCK>(); i < count; i += ld_items<LD_BLOCK>())
-    ld_refine_one<LD_BLOCK>(verts[start + i], LD_REFINE_PASS);
+    chose += ld_refine_one<LD_BLOCK>(verts[start + i], LD_REFINE_PASS);
+  ld_block_add(stats + LD_CHOSE, chose);
 }
 
 // Line 39 for the vertices that chose a target and are not wanted themselves (a thread each):
@@ -455,6 +519,7 @@ extern "C" __global__ void leiden_refine_commit(const int* verts, long long coun
                                                 const double* k, int* target,
                                                 unsigned char* wanted, int* R, double* KR,
                                                 int* sizeR, unsigned long long* stats) {
+  unsigned long long moved = 0;
   MB_GRID_STRIDE(i, count) {
     const int v = verts[i];
     const int to = target[v];
@@ -467,9 +532,10 @@ extern "C" __global__ void leiden_refine_commit(const int* verts, long long coun
       atomicAdd(sizeR + to, 1);
       KR[v] = 0.0;
       sizeR[v] = 0;
-      atomicAdd(stats + LD_MOVED, 1ull);
+      moved += 1;
     }
   }
+  ld_block_add(stats + LD_MOVED, moved);
 }
 
 // ---- connected pieces of a membership ----------------------------------------------------

@@ -160,6 +160,7 @@ def test_kernel_constants_match_the_driver():
     defines = dict(re.findall(r"^#define (LD_\w+) (\S+)", src, flags=re.M))
     assert int(defines["LD_BLOCK"]) == LG.BLOCK
     assert int(defines["LD_WARP_DEGREE"]) == LG.WARP_DEGREE
+    assert int(defines["LD_SUB"]) == LG.SUB_GROUP and 32 % LG.SUB_GROUP == 0
     assert int(defines["LD_HASH_MULT"].rstrip("u")) == LG.HASH_MULT
     assert float(defines["LD_MOVE_RTOL"]) == LM.MOVE_RTOL
     consts = LG._module_kernels.__code__.co_consts
@@ -167,6 +168,21 @@ def test_kernel_constants_match_the_driver():
              if isinstance(x, str) and x.startswith("leiden_")]
     entries = re.findall(r'extern "C" __global__ void (leiden_\w+)\(', src)
     assert sorted(names) == sorted(entries)
+
+
+def test_the_devices_groups_keep_the_models_rounds():
+    """``group_keys`` (the device's lists: a group of LD_SUB threads, a warp or a block per
+    vertex, by degree) puts every vertex in the round ``round_keys`` (the host model's)
+    gives it, so the group size changes no decision; vertices without edges stay last."""
+    rng = np.random.default_rng(3)
+    deg = rng.choice([0, 1, 5, 16, 17, 100, 128, 129, 5000], size=2000)
+    for rounds in (1, 4, 7):
+        model = LG.round_keys(np, deg.size, deg, rounds)
+        dev = LG.group_keys(np, deg.size, deg, rounds)
+        has = deg > 0
+        assert np.array_equal(model[has] // 2, dev[has] // 3)
+        assert np.array_equal(dev[has] % 3, (deg[has] > LG.SUB_DEGREE).astype(int) + (deg[has] > LG.WARP_DEGREE))
+        assert np.all(dev[~has] == 3 * rounds) and np.all(model[~has] == 2 * rounds)
 
 
 def test_the_yaml_builds_the_solver():

@@ -54,6 +54,11 @@ __all__ = ["LeidenGPU", "Params", "check_params", "drive", "leiden_gpu"]
 BLOCK = 256
 #: LD_WARP_DEGREE: vertices of larger degree get a block each, the others a warp.
 WARP_DEGREE = 128
+#: Vertices of at most this degree get LD_SUB (8) threads each on the device, four to a
+#: warp (2 x 16 hash slots, 4 a thread); the host model has no groups.
+SUB_DEGREE = 16
+#: LD_SUB: the threads of such a vertex's group.
+SUB_GROUP = 8
 #: leiden.cu LD_HASH_MULT: the round of vertex v is ((v * HASH_MULT) mod 2^32 >> 16) mod rounds.
 HASH_MULT = 2654435761
 #: Refinement rounds per level at most (each merges something while any vertex has a target).
@@ -113,10 +118,23 @@ def check_params(**kw: Any) -> Params:
 def round_keys(xp: Any, n: int, deg: Any, rounds: int) -> Any:
     """Each vertex's list key: ``2 * round + (deg > WARP_DEGREE)``, ``2 * rounds`` for
     vertices without edges (they never move: listed last, launched never)."""
+    key = 2 * _round_of(xp, n, rounds) + (deg > WARP_DEGREE).astype(xp.int64)
+    return xp.where(deg > 0, key, 2 * rounds)
+
+
+def group_keys(xp: Any, n: int, deg: Any, rounds: int) -> Any:
+    """The device's list keys: ``3 * round + group`` (0: ``deg <= SUB_DEGREE``, LD_SUB
+    threads; 1: a warp; 2: a block), ``3 * rounds`` for vertices without edges; the same
+    rounds as :func:`round_keys` (the host model's), so the same decisions."""
+    group = (deg > SUB_DEGREE).astype(xp.int64) + (deg > WARP_DEGREE).astype(xp.int64)
+    return xp.where(deg > 0, 3 * _round_of(xp, n, rounds) + group, 3 * rounds)
+
+
+def _round_of(xp: Any, n: int, rounds: int) -> Any:
+    """Each vertex's round: a hash of its id."""
     v = xp.arange(n, dtype=xp.uint64)
     rnd = (((v * xp.uint64(HASH_MULT)) & xp.uint64(0xFFFFFFFF)) >> xp.uint64(16)) % xp.uint64(rounds)
-    key = 2 * rnd.astype(xp.int64) + (deg > WARP_DEGREE).astype(xp.int64)
-    return xp.where(deg > 0, key, 2 * rounds)
+    return rnd.astype(xp.int64)
 
 
 # ---------------------------------------------------------------------------------------
@@ -434,13 +452,21 @@ class _DeviceLevels(_Levels):
         self.peak = max(self.peak, int(self.xp.get_default_memory_pool().used_bytes()))
 
     def _slices(self, first: int, last: int) -> list[tuple[int, int, int]]:
-        """(kind, start, count) of the list keys first..last-1 (kind 0 warp, 1 block)."""
+        """(group, start, count) of the list keys first..last-1 (:func:`group_keys`)."""
         out = []
         for key in range(first, last):
             start, count = int(self.starts[key]), int(self.counts[key])
             if count:
-                out.append((key % 2, start, count))
+                out.append((key % 3, start, count))
         return out
+
+    def _group_launch(self, kind: str, group: int, count: int) -> tuple[str, int]:
+        """The kernel of ``leiden_{kind}`` for a group's slice of ``count`` vertices, and its grid."""
+        if group == 2:
+            return f"leiden_{kind}_block", min(count, 65535)
+        if group == 1:
+            return f"leiden_{kind}_warp", _grid(count, self.sms, BLOCK // 32)
+        return f"leiden_{kind}_sub", _grid(count, self.sms, BLOCK // SUB_GROUP)
 
     def rows(self) -> Any:
         cp = self.xp
@@ -460,15 +486,15 @@ class _DeviceLevels(_Levels):
         self._launch("leiden_tally", _grid(n, self.sms),
                      (np.int64(n), self.C, self.k, self.a, self.size))
         deg = self.ptr[1:] - self.ptr[:-1]
-        key = round_keys(cp, n, deg, self.rounds)
+        key = group_keys(cp, n, deg, self.rounds)
         self.order = cp.argsort(key).astype(cp.int32)
-        counts = cp.zeros(2 * self.rounds + 1, dtype=cp.int32)
+        counts = cp.zeros(3 * self.rounds + 1, dtype=cp.int32)
         self.scatter_add(counts, key, cp.ones(n, dtype=cp.int32))
         self._ops(8)
         self.counts = self.scalar_array(counts)
         self.starts = np.concatenate(([0], np.cumsum(self.counts)))
         two_m = float(self.scalar(self.k.sum()))
-        self.active = int(self.starts[2 * self.rounds])
+        self.active = int(self.starts[3 * self.rounds])
         self.newc = cp.empty(n, dtype=cp.int32)
         self.de = cp.zeros(n, dtype=cp.float64)
         self.dk = cp.zeros(n, dtype=cp.float64)
@@ -490,17 +516,18 @@ class _DeviceLevels(_Levels):
         st.fill(0)
         self._ops()
         for rnd in range(self.rounds):
-            parts = self._slices(2 * rnd, 2 * rnd + 2)
-            for kind, start, count in parts:
-                name = "leiden_move_block" if kind else "leiden_move_warp"
-                grid = min(count, 65535) if kind else -(-count // (BLOCK // 32))
+            parts = self._slices(3 * rnd, 3 * rnd + 3)
+            for group, start, count in parts:
+                name, grid = self._group_launch("move", group, count)
                 self._launch(name, grid, (
                     self.order, np.int64(start), np.int64(count), self.ptr, self.ind, self.w,
                     self.C, self.a, self.size, self.k, np.float64(r), self.keys, self.vals,
                     self.newc, self.de, self.dk, self.flag, np.int32(prune),
                     np.int32(lower_only)))
-            for _kind, start, count in parts:
-                self._launch("leiden_commit", -(-count // (BLOCK // 32)), (
+            for group, start, count in parts:
+                name, grid = ("leiden_commit_sub", _grid(count, self.sms, BLOCK // SUB_GROUP)) if group == 0 else (
+                    "leiden_commit", _grid(count, self.sms, BLOCK // 32))
+                self._launch(name, grid, (
                     self.order, np.int64(start), np.int64(count), self.ptr, self.ind,
                     self.newc, self.k, self.de, self.dk, self.C, self.a, self.size, self.flag,
                     st))
@@ -537,9 +564,8 @@ class _DeviceLevels(_Levels):
         self._ops(2)
         self._launch("leiden_refine_ext", _grid(self.n, self.sms, BLOCK // 32),
                      (np.int64(self.n), self.ptr, self.ind, self.w, self.C, self.R, self.ext))
-        for kind, start, count in self._slices(0, 2 * self.rounds):
-            name = "leiden_refine_block" if kind else "leiden_refine_warp"
-            grid = min(count, 65535) if kind else -(-count // (BLOCK // 32))
+        for group, start, count in self._slices(0, 3 * self.rounds):
+            name, grid = self._group_launch("refine", group, count)
             self._launch(name, grid, (
                 self.order, np.int64(start), np.int64(count), self.ptr, self.ind, self.w,
                 self.C, self.KS, self.R, self.KR, self.sizeR, self.ext, self.k, np.float64(r),
@@ -604,6 +630,7 @@ def _module_kernels() -> dict[str, Any]:
         "leiden_degrees", "leiden_rows", "leiden_tally", "leiden_move_warp",
         "leiden_move_block", "leiden_commit", "leiden_refine_ext", "leiden_refine_warp",
         "leiden_refine_block", "leiden_refine_commit", "leiden_pieces_hook",
+        "leiden_move_sub", "leiden_commit_sub", "leiden_refine_sub",
         "leiden_pieces_jump", "leiden_quality",
     ]
     return {name: module.get_function(name) for name in names}
