@@ -62,7 +62,6 @@
 //   leiden_commit(_sub)   line 19 (and 20-21: the neighbours' flags) for one round.
 //   leiden_refine_ext     E(C, S - C) of every sub-community C (lines 34 and 37).
 //   leiden_refine_sub/_warp/_block MergeNodesSubset lines 34-38 for every vertex.
-//   leiden_refine_delta   E(R, S - R) kept up to date for line 39's moves.
 //   leiden_refine_commit  line 39 for the vertices that may move.
 //   leiden_pieces_hook / _jump  connected pieces of a membership: min-label propagation over
 //                         the edges inside communities, with pointer jumping.
@@ -430,7 +429,7 @@ __device__ unsigned long long ld_refine_one(int v, const long long* ptr, const i
                               const int* C, const double* KS, const int* R, const double* KR,
                               const int* sizeR, const double* ext, const double* k, double r,
                               int parity, int* keys, double* vals, int* target,
-                              unsigned char* wanted, unsigned char* done, double* ev) {
+                              unsigned char* wanted, unsigned char* done) {
   const int t = ld_rank<G>();
   if (done[v] || R[v] != v || sizeR[v] != 1) return 0;  // line 36
   const int s = C[v];
@@ -467,12 +466,6 @@ __device__ unsigned long long ld_refine_one(int v, const long long* ptr, const i
     if (gain > 0.0) ld_better(g, c, gain, key);  // line 38, greedy
   }
   ld_best<G>(g, c);
-  // E(v, c) of the winner (for leiden_refine_delta): the thread holding its slot gives it
-  double e_c = 0.0;
-  if (c != LD_NONE)
-    for (long long i = t; i < cap; i += G)
-      if (kt[i] == c) e_c = vt[i];
-  e_c = ld_sum<G>(e_c);
   if (t == 0) {
     if (c == LD_NONE) {
       done[v] = 1;
@@ -480,7 +473,6 @@ __device__ unsigned long long ld_refine_one(int v, const long long* ptr, const i
       if ((parity == 0) == (c < v)) {
         target[v] = c;
         wanted[c] = 1;
-        ev[v] = e_c;
       }
       return 1;  // v had a target (the round's LD_CHOSE count, thread 0's)
     }
@@ -493,9 +485,9 @@ __device__ unsigned long long ld_refine_one(int v, const long long* ptr, const i
       const double *w, const int *C, const double *KS, const int *R, const double *KR,      \
       const int *sizeR, const double *ext, const double *k, double r, int parity,           \
       int *keys, double *vals, int *target, unsigned char *wanted, unsigned char *done,     \
-      unsigned long long *stats, double *ev
+      unsigned long long *stats
 #define LD_REFINE_PASS \
-  ptr, ind, w, C, KS, R, KR, sizeR, ext, k, r, parity, keys, vals, target, wanted, done, ev
+  ptr, ind, w, C, KS, R, KR, sizeR, ext, k, r, parity, keys, vals, target, wanted, done
 
 extern "C" __global__ void leiden_refine_sub(LD_REFINE_ARGS) {
   unsigned long long chose = 0;
@@ -516,34 +508,6 @@ extern "C" __global__ void leiden_refine_block(LD_REFINE_ARGS) {
   for (long long i = ld_item<LD_BLOCK>(); i < count; i += ld_items<LD_BLOCK>())
     chose += ld_refine_one<LD_BLOCK>(verts[start + i], LD_REFINE_PASS);
   ld_block_add(stats + LD_CHOSE, chose);
-}
-
-// E(R, S - R) after line 39, for the round's movers (target set, not wanted; before
-// leiden_refine_commit clears them), so that ext is computed once per level
-// (leiden_refine_ext) and then kept: a sub-community T that the movers M join becomes
-// T' = T + M, and E(T', S - T') = E(T, S - T) + sum over v in M of [E(v, S - v) - 2 E(v, T)
-// - sum of w(v, u) over the other movers u into T] (S - T' loses T's edges to M and M's to
-// T, and M's edges among themselves). Each mover adds its term to ext[T] and empties its own
-// ext[v] (its singleton is gone). T does not move (it is wanted), and only a sub-community
-// whose members change changes its E(R, S - R) (S stays), so no other entry moves; exact on
-// integer weights, as the recomputation the host model does. A thread per vertex.
-extern "C" __global__ void leiden_refine_delta(const int* verts, long long count,
-                                               const long long* ptr, const int* ind,
-                                               const double* w, const int* target,
-                                               const unsigned char* wanted, const double* ev,
-                                               double* ext) {
-  MB_GRID_STRIDE(i, count) {
-    const int v = verts[i];
-    const int to = target[v];
-    if (to < 0 || wanted[v]) continue;
-    double x = __dsub_rn(ext[v], __dmul_rn(2.0, ev[v]));
-    for (long long p = ptr[v]; p < ptr[v + 1]; ++p) {
-      const int u = ind[p];
-      if (target[u] == to && !wanted[u]) x = __dsub_rn(x, w[p]);
-    }
-    ext[v] = 0.0;
-    atomicAdd(ext + to, x);
-  }
 }
 
 // Line 39 for the vertices that chose a target and are not wanted themselves (a thread each):

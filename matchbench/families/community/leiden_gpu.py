@@ -555,28 +555,21 @@ class _DeviceLevels(_Levels):
         self.target = cp.full(n, -1, dtype=cp.int32)
         self.wanted = cp.zeros(n, dtype=cp.uint8)
         self.done = cp.zeros(n, dtype=cp.uint8)
-        self.ev = cp.zeros(n, dtype=cp.float64)
-        self._ops(8)
-        # E(R, S - R) of the singletons, once; leiden_refine_delta keeps it after each round
-        self.ext.fill(0)
-        self._ops()
-        self._launch("leiden_refine_ext", _grid(self.n, self.sms, BLOCK // 32),
-                     (np.int64(self.n), self.ptr, self.ind, self.w, self.C, self.R, self.ext))
+        self._ops(7)
 
     def refine_round(self, r: float, parity: int) -> tuple[int, int]:
         st = self.stats
         st.fill(0)
-        self._ops()
+        self.ext.fill(0)
+        self._ops(2)
+        self._launch("leiden_refine_ext", _grid(self.n, self.sms, BLOCK // 32),
+                     (np.int64(self.n), self.ptr, self.ind, self.w, self.C, self.R, self.ext))
         for group, start, count in self._slices(0, 3 * self.rounds):
             name, grid = self._group_launch("refine", group, count)
             self._launch(name, grid, (
                 self.order, np.int64(start), np.int64(count), self.ptr, self.ind, self.w,
                 self.C, self.KS, self.R, self.KR, self.sizeR, self.ext, self.k, np.float64(r),
-                np.int32(parity), self.keys, self.vals, self.target, self.wanted, self.done, st,
-                self.ev))
-        self._launch("leiden_refine_delta", _grid(self.active, self.sms), (
-            self.order, np.int64(self.active), self.ptr, self.ind, self.w, self.target,
-            self.wanted, self.ev, self.ext))
+                np.int32(parity), self.keys, self.vals, self.target, self.wanted, self.done, st))
         self._launch("leiden_refine_commit", _grid(self.active, self.sms), (
             self.order, np.int64(self.active), self.k, self.target, self.wanted, self.R,
             self.KR, self.sizeR, st))
@@ -600,7 +593,7 @@ class _DeviceLevels(_Levels):
 
     def release(self) -> None:
         """The level's work arrays (the aggregation needs only the graph, C and lab)."""
-        self.keys = self.vals = self.KR = self.sizeR = self.ext = self.ev = None
+        self.keys = self.vals = self.KR = self.sizeR = self.ext = None
         self.target = self.wanted = self.done = self.a = self.size = self.order = None
 
     def aggregate(self, lab: Any, n_new: int) -> None:
@@ -637,7 +630,7 @@ def _module_kernels() -> dict[str, Any]:
         "leiden_degrees", "leiden_rows", "leiden_tally", "leiden_move_warp",
         "leiden_move_block", "leiden_commit", "leiden_refine_ext", "leiden_refine_warp",
         "leiden_refine_block", "leiden_refine_commit", "leiden_pieces_hook",
-        "leiden_move_sub", "leiden_commit_sub", "leiden_refine_sub", "leiden_refine_delta",
+        "leiden_move_sub", "leiden_commit_sub", "leiden_refine_sub",
         "leiden_pieces_jump", "leiden_quality",
     ]
     return {name: module.get_function(name) for name in names}
