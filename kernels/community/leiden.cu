@@ -87,6 +87,7 @@
 // Threads of a group for vertices of degree up to leiden_gpu.py SUB_DEGREE (four to a warp):
 // a mesh's vertices (degree about 6) left 26 of a warp's 32 lanes idle.
 #define LD_SUB 8
+#define LD_SUB_DEGREE 16
 // The least gain of a move, relative to k_v (leiden.py MOVE_RTOL): rounding noise in K_C
 // must not move a vertex between two equally good communities.
 #define LD_MOVE_RTOL 1e-12
@@ -135,6 +136,27 @@ __device__ __forceinline__ void ld_hash_add(int* keys, double* vals, long long c
     if (++h == cap) h = 0;
   }
 }
+
+// A vertex's hash table (2 deg slots): at 2 ptr[v] of the level-wide table in global memory,
+// or, for a group of LD_SUB threads (degree <= LD_SUB_DEGREE), the group's 2 LD_SUB_DEGREE
+// slots in shared memory (the same slots, hash and probes: only where they live differs).
+template <int G>
+struct LdTable {
+  __device__ static __forceinline__ void get(int* keys, double* vals, long long b, int*& kt,
+                                             double*& vt) {
+    kt = keys + 2 * b;
+    vt = vals + 2 * b;
+  }
+};
+template <>
+struct LdTable<LD_SUB> {
+  __device__ static __forceinline__ void get(int*, double*, long long, int*& kt, double*& vt) {
+    __shared__ int s_keys[LD_BLOCK / LD_SUB][2 * LD_SUB_DEGREE];
+    __shared__ double s_vals[LD_BLOCK / LD_SUB][2 * LD_SUB_DEGREE];
+    kt = s_keys[threadIdx.x / LD_SUB];
+    vt = s_vals[threadIdx.x / LD_SUB];
+  }
+};
 
 // The better of two candidates: the larger gain, ties to the lower id (LD_NONE: none).
 __device__ __forceinline__ void ld_better(double& g, int& c, double og, int oc) {
@@ -279,8 +301,9 @@ __device__ void ld_move_one(int v, const long long* ptr, const int* ind, const d
   }
   const long long b = ptr[v], e = ptr[v + 1];
   const long long cap = 2 * (e - b);
-  int* kt = keys + 2 * b;
-  double* vt = vals + 2 * b;
+  int* kt;
+  double* vt;
+  LdTable<G>::get(keys, vals, b, kt, vt);
   for (long long i = t; i < cap; i += G) {
     kt[i] = LD_EMPTY;
     vt[i] = 0.0;
@@ -396,20 +419,40 @@ extern "C" __global__ void leiden_commit_sub(LD_COMMIT_ARGS) { ld_commit<LD_SUB>
 // ---- RefinePartition / MergeNodesSubset (lines 26-43) ------------------------------------
 
 // ext[R[v]] += the weight of v's edges to vertices of its community C outside its
-// sub-community: E(R, S - R) for every sub-community R (ext zeroed by the caller).
+// sub-community: E(R, S - R) for every sub-community R (ext zeroed by the caller). A warp
+// takes four consecutive vertices: LD_SUB lanes each where all four have degree at most
+// LD_SUB_DEGREE (a mesh's), else the whole warp for each in turn.
+__device__ __forceinline__ double ld_ext_part(long long v, int lane, int lanes,
+                                              const long long* ptr, const int* ind,
+                                              const double* w, const int* C, const int* R) {
+  const int s = C[v], rv = R[v];
+  double x = 0.0;
+  for (long long p = ptr[v] + lane; p < ptr[v + 1]; p += lanes) {
+    const int u = ind[p];
+    if (C[u] == s && R[u] != rv) x += w[p];
+  }
+  return x;
+}
+
 extern "C" __global__ void leiden_refine_ext(long long n, const long long* ptr, const int* ind,
                                              const double* w, const int* C, const int* R,
                                              double* ext) {
   const int lane = threadIdx.x & 31;
-  for (long long v = ld_item<32>(); v < n; v += ld_items<32>()) {
-    const int s = C[v], rv = R[v];
-    double x = 0.0;
-    for (long long p = ptr[v] + lane; p < ptr[v + 1]; p += 32) {
-      const int u = ind[p];
-      if (C[u] == s && R[u] != rv) x += w[p];
+  const int quarter = lane / LD_SUB, t = lane & (LD_SUB - 1);
+  for (long long base = ld_item<32>() * 4; base < n; base += ld_items<32>() * 4) {
+    const long long v = base + quarter;
+    const bool small = __all_sync(LD_FULL, v >= n || ptr[v + 1] - ptr[v] <= LD_SUB_DEGREE);
+    if (small) {
+      if (v < n) {
+        const double x = ld_sum<LD_SUB>(ld_ext_part(v, t, LD_SUB, ptr, ind, w, C, R));
+        if (t == 0 && x != 0.0) atomicAdd(ext + R[v], x);
+      }
+    } else {
+      for (long long u = base; u < base + 4 && u < n; ++u) {
+        const double x = ld_sum<32>(ld_ext_part(u, lane, 32, ptr, ind, w, C, R));
+        if (lane == 0 && x != 0.0) atomicAdd(ext + R[u], x);
+      }
     }
-    x = ld_sum<32>(x);
-    if (lane == 0 && x != 0.0) atomicAdd(ext + rv, x);
   }
 }
 
@@ -443,8 +486,9 @@ __device__ unsigned long long ld_refine_one(int v, const long long* ptr, const i
   }
   const long long b = ptr[v], e = ptr[v + 1];
   const long long cap = 2 * (e - b);
-  int* kt = keys + 2 * b;
-  double* vt = vals + 2 * b;
+  int* kt;
+  double* vt;
+  LdTable<G>::get(keys, vals, b, kt, vt);
   for (long long i = t; i < cap; i += G) {
     kt[i] = LD_EMPTY;
     vt[i] = 0.0;

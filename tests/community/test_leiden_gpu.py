@@ -161,6 +161,8 @@ def test_kernel_constants_match_the_driver():
     assert int(defines["LD_BLOCK"]) == LG.BLOCK
     assert int(defines["LD_WARP_DEGREE"]) == LG.WARP_DEGREE
     assert int(defines["LD_SUB"]) == LG.SUB_GROUP and 32 % LG.SUB_GROUP == 0
+    # a group's shared-memory table holds 2 x SUB_DEGREE slots: the lists must agree
+    assert int(defines["LD_SUB_DEGREE"]) == LG.SUB_DEGREE
     assert int(defines["LD_HASH_MULT"].rstrip("u")) == LG.HASH_MULT
     assert float(defines["LD_MOVE_RTOL"]) == LM.MOVE_RTOL
     consts = LG._module_kernels.__code__.co_consts

@@ -54,8 +54,9 @@ __all__ = ["LeidenGPU", "Params", "check_params", "drive", "leiden_gpu"]
 BLOCK = 256
 #: LD_WARP_DEGREE: vertices of larger degree get a block each, the others a warp.
 WARP_DEGREE = 128
-#: Vertices of at most this degree get LD_SUB (8) threads each on the device, four to a
-#: warp (2 x 16 hash slots, 4 a thread); the host model has no groups.
+#: LD_SUB_DEGREE: vertices of at most this degree get LD_SUB (8) threads each on the
+#: device, four to a warp, with their 2 x 16 hash slots in shared memory; the host model
+#: has no groups.
 SUB_DEGREE = 16
 #: LD_SUB: the threads of such a vertex's group.
 SUB_GROUP = 8
