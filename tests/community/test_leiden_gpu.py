@@ -187,6 +187,26 @@ def test_the_devices_groups_keep_the_models_rounds():
         assert np.all(dev[~has] == 3 * rounds) and np.all(model[~has] == 2 * rounds)
 
 
+def test_the_kernel_profile_script_follows_the_driver(tmp_path):
+    """docs/benchmarks/scripts/leiden_kernels_gpu.py wraps the driver's steps by name and
+    runs the yaml's preset: both must stay true; its graphs are stored and read back."""
+    import importlib.util
+
+    path = ROOT / "docs" / "benchmarks" / "scripts" / "leiden_kernels_gpu.py"
+    spec = importlib.util.spec_from_file_location("leiden_kernels_gpu", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert all(callable(getattr(LG._DeviceLevels, step, None)) for step in (*script.Profile.STEPS, "_launch"))
+    want = yaml.safe_load((ROOT / "conf" / "algorithm" / "leiden_gpu.yaml").read_text())
+    assert script.preset() == {k: v for k, v in want.items() if k != "_target_"}
+    check_params(**script.preset())
+    assert all(hasattr(D, fn) for fn, _ in script.GRAPHS.values())
+    g = D.community_grid(5)
+    np.savez(tmp_path / "g.npz", n=g.n, ptr=g.ptr, ind=g.ind, weight=g.weight)
+    back = script.load("g", str(tmp_path))
+    assert back.n == g.n and np.array_equal(back.ind, g.ind) and np.array_equal(back.weight, g.weight)
+
+
 def test_the_yaml_builds_the_solver():
     cfg = yaml.safe_load((ROOT / "conf" / "algorithm" / "leiden_gpu.yaml").read_text())
     assert cfg.pop("_target_") == "matchbench.families.community.leiden_gpu.LeidenGPU"

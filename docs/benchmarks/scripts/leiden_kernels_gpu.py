@@ -1,0 +1,187 @@
+"""Where leiden_gpu's time goes, kernel by kernel (issue #33): a diagnostic, not a benchmark.
+
+Times ``leiden_gpu`` with the preset of ``conf/algorithm/leiden_gpu.yaml`` on the family's
+graphs (best of three after a warm-up, CUDA events around the solve), recomputes each
+answer's modularity on the host and counts its disconnected communities; with
+``--profile``, one more run records every kernel launch and every host step of the driver
+with CUDA events and prints their sums per level (levels 3 and up together). The graphs
+are generated once, in parallel processes, into ``--cache``.
+
+Run from the repository root on a GPU host, with the package importable::
+
+    export PYTHONPATH=/tmp/site:$PWD
+    python docs/benchmarks/scripts/leiden_kernels_gpu.py --graphs delaunay22,road22 --profile
+
+The benchmark pages come from the pipeline's rows (``+experiment=leiden_sota``); this script
+only says which kernels to look at, and compares two trees on one machine when run from
+each in turn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import time
+import types
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+#: name -> (generator in matchbench.families.community.datasets, its arguments)
+GRAPHS = {
+    "delaunay22": ("community_delaunay", {"scale": 22, "seed": 1}),
+    "road22": ("community_road", {"scale": 22, "seed": 1}),
+    "rgg22": ("community_rgg", {"scale": 22, "seed": 1}),
+    "kron20": ("community_kron", {"scale": 20, "edge_factor": 16, "seed": 1}),
+    "kron20ef48": ("community_kron", {"scale": 20, "edge_factor": 48, "seed": 1}),
+}
+
+
+def make(name: str, cache: str) -> str:
+    """Generate graph ``name`` into ``cache/name.npz`` (CSR arrays); returns its name."""
+    from matchbench.families.community import datasets
+
+    fn, kwargs = GRAPHS[name]
+    made = getattr(datasets, fn)(**kwargs)
+    g = getattr(made, "graph", made)
+    np.savez(Path(cache) / f"{name}.npz", n=g.n, ptr=g.ptr, ind=g.ind, weight=g.weight)
+    return name
+
+
+def load(name: str, cache: str) -> types.SimpleNamespace:
+    z = np.load(Path(cache) / f"{name}.npz")
+    return types.SimpleNamespace(n=int(z["n"]), ptr=z["ptr"], ind=z["ind"], weight=z["weight"])
+
+
+def preset() -> dict:
+    import yaml
+
+    path = Path(__file__).resolve().parents[3] / "conf" / "algorithm" / "leiden_gpu.yaml"
+    return {k: v for k, v in yaml.safe_load(path.read_text()).items() if k != "_target_"}
+
+
+class Profile:
+    """CUDA events around every kernel launch and every step of the driver, by level."""
+
+    STEPS = ("setup", "move_iteration", "renumber", "refine_start", "refine_round", "pieces",
+             "aggregate", "dense", "quality")
+
+    def __init__(self) -> None:
+        import cupy as cp
+
+        from matchbench.families.community import leiden_gpu as lg
+
+        self.cp, self.level, self.events = cp, -1, []
+        cls = lg._DeviceLevels
+        self._saved = {name: getattr(cls, name) for name in ("_launch", *self.STEPS)}
+        launch = self._saved["_launch"]
+
+        def timed_launch(levels, name, grid, args):
+            a, b = cp.cuda.Event(), cp.cuda.Event()
+            a.record()
+            launch(levels, name, grid, args)
+            b.record()
+            self.events.append((f"L{min(self.level, 3)} {name}", a, b))
+
+        cls._launch = timed_launch
+        for step in self.STEPS:
+            setattr(cls, step, self._step(step, self._saved[step]))
+
+    def _step(self, name, method):
+        cp = self.cp
+
+        def timed(levels, *args, **kwargs):
+            if name == "setup":
+                self.level += 1
+            a = cp.cuda.Event()
+            a.record()
+            out = method(levels, *args, **kwargs)
+            b = cp.cuda.Event()
+            b.record()
+            self.events.append((f"L{min(self.level, 3)} step {name}", a, b))
+            return out
+
+        return timed
+
+    def close(self) -> None:
+        from matchbench.families.community import leiden_gpu as lg
+
+        for name, method in self._saved.items():
+            setattr(lg._DeviceLevels, name, method)
+
+    def report(self, top: int = 20) -> None:
+        sums, counts = collections.defaultdict(float), collections.Counter()
+        for key, a, b in self.events:
+            sums[key] += self.cp.cuda.get_elapsed_time(a, b) / 1e3
+            counts[key] += 1
+        kernels = {k: v for k, v in sums.items() if " step " not in k}
+        steps = {k: v for k, v in sums.items() if " step " in k}
+        print(f"   kernels: {sum(kernels.values()) * 1e3:.1f} ms in all (L3: levels 3 and up)")
+        for key, s in sorted(kernels.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"     {key:36s} {s * 1e3:8.2f} ms {counts[key]:5d} launches")
+        print("   driver steps (their kernels included):")
+        for key, s in sorted(steps.items(), key=lambda kv: -kv[1])[:top]:
+            print(f"     {key:36s} {s * 1e3:8.2f} ms")
+
+
+def run(names: list[str], cache: str, profile: bool) -> None:
+    import cupy as cp
+
+    from matchbench.families.community.connectivity import disconnected_communities
+    from matchbench.families.community.leiden_gpu import leiden_gpu
+    from matchbench.families.community.problem import modularity
+    from matchbench.graphs.weighted import WeightedGraph
+
+    params = preset()
+    print("preset:", params)
+    for name in names:
+        g = load(name, cache)
+        best = None
+        for rep in range(4):  # a warm-up, then three
+            part, counters, timings = leiden_gpu(g, **params)
+            if rep:
+                best = timings["solve"] if best is None else min(best, timings["solve"])
+        graph = WeightedGraph(n=g.n, ptr=g.ptr, ind=g.ind, weight=g.weight)
+        q = modularity(graph, part.community)
+        cut = disconnected_communities(graph, part.community)
+        print(f"== {name}: {best * 1e3:.2f} ms (best of 3), Q {q:.6f} recomputed ({part.modularity:.6f} "
+              f"claimed), {counters['communities']} communities, {cut.count} disconnected, "
+              f"{counters['kernel_launches']} launches, {counters['host_syncs']} syncs, "
+              f"iterations {counters['level_iterations']}", flush=True)
+        if profile:
+            prof = Profile()
+            try:
+                cp.cuda.Device().synchronize()
+                _, _, timings = leiden_gpu(g, **params)
+                print(f"   profiled run: {timings['solve'] * 1e3:.1f} ms (events around each launch add to it); "
+                      + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in timings.items() if k != "solve"))
+                prof.report()
+            finally:
+                prof.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--graphs", default="delaunay22,road22,rgg22,kron20",
+                        help=f"comma-separated, of {', '.join(GRAPHS)}")
+    parser.add_argument("--cache", default="/tmp/leiden_kernels_graphs", help="where the graphs are kept")
+    parser.add_argument("--profile", action="store_true", help="also time every launch and step")
+    args = parser.parse_args()
+    names = [n.strip() for n in args.graphs.split(",") if n.strip()]
+    unknown = [n for n in names if n not in GRAPHS]
+    if unknown:
+        parser.error(f"unknown graphs {unknown}; known: {', '.join(GRAPHS)}")
+    os.makedirs(args.cache, exist_ok=True)
+    todo = [n for n in names if not (Path(args.cache) / f"{n}.npz").exists()]
+    if todo:
+        t = time.perf_counter()
+        with ProcessPoolExecutor(len(todo)) as ex:
+            for name in ex.map(make, todo, [args.cache] * len(todo)):
+                print(f"{name} generated ({time.perf_counter() - t:.0f} s)", flush=True)
+    run(names, args.cache, args.profile)
+
+
+if __name__ == "__main__":
+    main()
