@@ -68,7 +68,10 @@
 //   leiden_quality        Q's two sums (inside weight, sum of K_C^2) for the answer.
 //
 // Hash tables: per vertex, the 2 deg slots at 2 ptr[v] of a level-wide table (keys int32,
-// LD_EMPTY for none; vals the running e(v, C)), linear probing from a multiplicative hash.
+// LD_EMPTY for none; vals the running e(v, C)), linear probing from a multiplicative hash;
+// a group of LD_SUB threads uses the first 2 deg of its own 2 LD_SUB_DEGREE slots in shared
+// memory instead (LdTable; reused vertex after vertex: the group's shuffles after its last
+// scan order that scan before the next clearing).
 // Race argument (ld_hash_add): a key changes once, LD_EMPTY -> c, by atomicCAS; a thread that
 // finds c adds its weight by atomicAdd, else probes on; occupied keys never change, so all
 // threads inserting c stop at the same slot and no weight is lost. At most deg distinct keys
