@@ -441,8 +441,9 @@ extern "C" __global__ void leiden_refine_ext(long long n, const long long* ptr, 
                                              const double* w, const int* C, const int* R,
                                              double* ext) {
   const int lane = threadIdx.x & 31;
+  const int per_warp = 32 / LD_SUB;  // vertices a warp takes at once
   const int quarter = lane / LD_SUB, t = lane & (LD_SUB - 1);
-  for (long long base = ld_item<32>() * 4; base < n; base += ld_items<32>() * 4) {
+  for (long long base = ld_item<32>() * per_warp; base < n; base += ld_items<32>() * per_warp) {
     const long long v = base + quarter;
     const bool small = __all_sync(LD_FULL, v >= n || ptr[v + 1] - ptr[v] <= LD_SUB_DEGREE);
     if (small) {
@@ -451,7 +452,7 @@ extern "C" __global__ void leiden_refine_ext(long long n, const long long* ptr, 
         if (t == 0 && x != 0.0) atomicAdd(ext + R[v], x);
       }
     } else {
-      for (long long u = base; u < base + 4 && u < n; ++u) {
+      for (long long u = base; u < base + per_warp && u < n; ++u) {
         const double x = ld_sum<32>(ld_ext_part(u, lane, 32, ptr, ind, w, C, R));
         if (lane == 0 && x != 0.0) atomicAdd(ext + R[u], x);
       }
