@@ -235,6 +235,25 @@ def test_plan_groups_refuses_what_the_kernel_cannot_hold():
     assert LB.plan_groups([(LB.max_n(48 * 1024), np.int32)], smem_limit=48 * 1024)
 
 
+@pytest.mark.parametrize(("n", "count", "dtype", "tpb", "smem_costs"), [
+    (512, 100, np.int32, 0, 0), (512, 2000, np.int32, 0, 0), (200, 10, np.float64, 0, 0),
+    (64, 10_000, np.float32, 0, 16 * 1024), (64, 10, np.int64, 0, 0), (33, 40, np.int32, 64, 16 * 1024),
+    (128, 500, np.float32, 0, 200 * 1024),
+])  # fmt: skip
+def test_a_stacks_group_is_the_group_plan_groups_gives_its_instances(n, count, dtype, tpb, smem_costs):
+    """``stack_group`` (both device-stack paths: the solver's and ``solve_batch``'s) plans
+    one shape, yet picks what ``plan_groups`` picks for the stack's ``count`` instances:
+    block size (the count decides ``small_batch_threads``), dtype and cost placement."""
+    limit, sms = 232448, 132
+    (want,) = LB.plan_groups([(n, dtype)] * count, threads_per_block=tpb, smem_cost_bytes=smem_costs,
+                             smem_limit=limit, sms=sms)
+    got = LB.stack_group(n, count, dtype, tpb, smem_costs, smem_limit=limit, sms=sms)
+    assert (got.dtype, got.threads_per_block, got.smem_costs, got.kernel) == (
+        want.dtype, want.threads_per_block, want.smem_costs, want.kernel)
+    with pytest.raises(ValueError, match=r"instance 0: n = 5000 needs \d+ bytes"):
+        LB.stack_group(5000, count, dtype, tpb, smem_costs, smem_limit=48 * 1024, sms=sms)
+
+
 def _emulate_launch(group: LB.Group, flat: np.ndarray, meta: np.ndarray):
     """What a launch of the group's kernel writes, with sap_reference as each block."""
     total = int(meta[:, 2].sum())

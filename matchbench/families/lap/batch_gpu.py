@@ -782,16 +782,12 @@ def solve_stack_finished(costs: Any, work: Any, *, threads_per_block: int = 0) -
     dt = np.dtype(costs.dtype)
     if dt not in DTYPE_SUFFIX or np.dtype(work.dtype) not in DTYPE_SUFFIX:
         raise ValueError(f"solve_stack_finished: cost dtype {dt} (expected one of int32, int64, float32, float64)")
-    limit = _smem_limit()
-    if smem_bytes(N, dt.itemsize, False) > limit:
-        raise ValueError(
-            f"solve_stack_finished: n = {N} needs {smem_bytes(N, dt.itemsize, False)} bytes of "
-            f"shared memory per block, more than the {limit} available (n <= {max_n(limit)})"
-        )
-    tpb = threads_per_block or small_batch_threads(N, B, _sm_count()) or auto_threads(N)
-    in_smem = N * N * dt.itemsize <= SMEM_COST_BYTES and smem_bytes(N, dt.itemsize, True) <= limit
-    group = Group(dt, tpb, in_smem)
-    shared = smem_bytes(N, dt.itemsize, in_smem)
+    try:
+        group = stack_group(N, B, dt, threads_per_block, SMEM_COST_BYTES)
+    except ValueError as exc:  # plan_groups names "instance 0": the stack's shape is at fault
+        raise ValueError(f"solve_stack_finished: {str(exc).removeprefix('instance 0: ')}") from None
+    tpb = group.threads_per_block
+    shared = smem_bytes(N, dt.itemsize, group.smem_costs)
     mod = get_module("lap_batch")
     kern = mod.get_function(group.kernel)
     if shared > SMEM_DEFAULT_LIMIT:
@@ -833,6 +829,27 @@ def solve_stack_finished(costs: Any, work: Any, *, threads_per_block: int = 0) -
     return FinishedAnswer(a["assignment"], a["objective"], a["u"], a["v"], a["stats"])
 
 
+def stack_group(n: int, count: int, dtype: Any, threads_per_block: int, smem_cost_bytes: int,
+                smem_limit: int | None = None, sms: int | None = None) -> Group:
+    """The one group of a stack of ``count`` problems of size ``n``: :func:`plan_groups`'
+    rules (dtype, shared-memory limit, cost placement), the block size by
+    :func:`small_batch_threads` for the stack's ``count`` where ``threads_per_block`` is 0
+    (:func:`plan_groups` sees one shape). ``smem_limit`` and ``sms`` default to this GPU's.
+    Its members are left to the caller (a list of ``count`` costs time on a hot path).
+
+    >>> g = stack_group(512, 100, "int32", 0, SMEM_COST_BYTES, smem_limit=232448, sms=132)
+    >>> g.threads_per_block, g.smem_costs
+    (512, False)
+    >>> stack_group(64, 10000, "float32", 0, 16 * 1024, smem_limit=232448, sms=132).smem_costs
+    True
+    """
+    sms = _sm_count() if sms is None else sms
+    tpb = threads_per_block or small_batch_threads(n, count, sms) or 0
+    (g,) = plan_groups([(n, np.dtype(dtype))], threads_per_block=tpb, smem_cost_bytes=smem_cost_bytes,
+                       smem_limit=_smem_limit() if smem_limit is None else smem_limit)
+    return g
+
+
 def stack_launch(costs: Any, threads_per_block: int, smem_cost_bytes: int) -> tuple[Group, np.ndarray, dict[str, Any]]:
     """The one launch of a ``(B, n, n)`` stack on the device: its group, planned once for
     the shape (nothing per problem; ``threads_per_block`` 0: :func:`small_batch_threads`,
@@ -841,9 +858,7 @@ def stack_launch(costs: Any, threads_per_block: int, smem_cost_bytes: int) -> tu
     import cupy as cp
 
     B, n = int(costs.shape[0]), int(costs.shape[1])
-    tpb = threads_per_block or small_batch_threads(n, B, _sm_count()) or 0
-    (g,) = plan_groups([(n, np.dtype(costs.dtype))], threads_per_block=tpb,
-                       smem_cost_bytes=smem_cost_bytes, smem_limit=_smem_limit())
+    g = stack_group(n, B, costs.dtype, threads_per_block, smem_cost_bytes)
     # member q is instance q, so meta's offsets are k*n*n and k*n (group_meta's rows)
     g.members = list(range(B))
     g.ns = [n] * B
