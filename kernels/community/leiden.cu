@@ -3,9 +3,9 @@
 // Supplementary Algorithm A.2 (functions Leiden lines 1-12, MoveNodesFast 13-25,
 // RefinePartition 26-32, MergeNodesSubset 33-43, AggregateGraph 44-48), in the parallel form
 // of GVE-Leiden / nu-Leiden (Sahu 2023): synchronous rounds instead of a queue. The host loop
-// (levels, iterations, rounds, aggregation with CuPy sorts) is
-// matchbench/families/community/leiden_gpu.py; its host model, leiden_gpu_model.py, computes
-// every step below on the host in the same arithmetic (the tests' oracle on integer weights).
+// (levels, iterations, rounds) is matchbench/families/community/leiden_gpu.py; its host
+// model, leiden_gpu_model.py, computes every step below on the host in the same arithmetic
+// (the tests' oracle on integer weights).
 //
 // A level's graph: CSR without self-loops, ptr (int64, n + 1), ind (int32), w (float64), both
 // directions of every edge; loop[v] the self-loop aggregation gave v (counted twice in k_v,
@@ -43,8 +43,13 @@
 //     only singletons ever move), so u is still in it after the round; by induction every
 //     sub-community is a connected set. Deterministic: no vertex's decision depends on
 //     another's in the same round, so no compare-and-swap race decides anything.
-//   AggregateGraph (44-48): on the host driver with CuPy (sort by (row, column), segmented
-//     sums); the edges inside a refined community become its self-loop.
+//   AggregateGraph (44-48): by hashing (leiden_agg_*): each refined community gets a table
+//     of twice its members' degree sum in slots, its members' edges to other communities are hashed
+//     into it, their edges inside it summed (halved: both directions are stored) into its
+//     self-loop with their loops; the tables are then compacted into the new CSR. A row's
+//     entries come out in table order, not sorted: no decision depends on the order (sums
+//     of integer weights are exact in any order, ties go to the lowest id), so the host
+//     model's sorted rows give the same answer.
 //   Leiden (1-12): line 4's test is "every community a single node"; a level whose refinement
 //     merges nothing aggregates the connected pieces of its communities instead (leiden.py's
 //     fallback; leiden_pieces_*); and the last level's communities are split into their
@@ -56,13 +61,17 @@
 // block of LD_BLOCK threads above; each kernel takes its vertices as a slice of a list; the
 // group size changes no decision, only which threads compute it)
 //   leiden_degrees        k_v = sum of w + 2 loop (a warp per vertex).
-//   leiden_rows           src[p] = the row of CSR entry p (for the aggregation).
 //   leiden_tally          K_C and the community sizes of a membership, by atomics.
 //   leiden_move_sub/_warp/_block   MoveNodesFast lines 15-18 for one round's vertices.
 //   leiden_commit(_sub)   line 19 (and 20-21: the neighbours' flags) for one round.
 //   leiden_refine_ext     E(C, S - C) of every sub-community C (lines 34 and 37).
 //   leiden_refine_sub/_warp/_block MergeNodesSubset lines 34-38 for every vertex.
 //   leiden_refine_commit  line 39 for the vertices that may move.
+//   leiden_agg_sizes      AggregateGraph: each new vertex's degree sum (its table's size) and
+//                         its members' loops.
+//   leiden_agg_sub/_warp/_block  its members' edges hashed into its table, the inside ones
+//                         summed into its loop.
+//   leiden_agg_emit_warp/_block  each table compacted into the new vertex's CSR row.
 //   leiden_pieces_hook / _jump  connected pieces of a membership: min-label propagation over
 //                         the edges inside communities, with pointer jumping.
 //   leiden_quality        Q's two sums (inside weight, sum of K_C^2) for the answer.
@@ -123,18 +132,23 @@ __device__ __forceinline__ void ld_sync() {
   }
 }
 
-__device__ __forceinline__ void ld_hash_add(int* keys, double* vals, long long cap, int c,
+// Returns whether this call put c into the table (exactly one call per distinct key does).
+__device__ __forceinline__ bool ld_hash_add(int* keys, double* vals, long long cap, int c,
                                             double x) {
   long long h = (long long)(((unsigned long long)(unsigned)c * LD_HASH_MULT) % (unsigned long long)cap);
   for (;;) {
     int cur = *((volatile int*)(keys + h));
+    bool mine = false;
     if (cur == LD_EMPTY) {
       cur = atomicCAS(keys + h, LD_EMPTY, c);
-      if (cur == LD_EMPTY) cur = c;
+      if (cur == LD_EMPTY) {
+        cur = c;
+        mine = true;
+      }
     }
     if (cur == c) {
       atomicAdd(vals + h, x);
-      return;
+      return mine;
     }
     if (++h == cap) h = 0;
   }
@@ -259,12 +273,6 @@ extern "C" __global__ void leiden_degrees(long long n, const long long* ptr, con
     s = ld_sum<32>(s);
     if (lane == 0) k[v] = s + 2.0 * loop[v];
   }
-}
-
-extern "C" __global__ void leiden_rows(long long n, const long long* ptr, int* src) {
-  const int lane = threadIdx.x & 31;
-  for (long long v = ld_item<32>(); v < n; v += ld_items<32>())
-    for (long long p = ptr[v] + lane; p < ptr[v + 1]; p += 32) src[p] = (int)v;
 }
 
 // K_C and |C| of the membership C (a and size zeroed by the caller).
@@ -584,6 +592,135 @@ extern "C" __global__ void leiden_refine_commit(const int* verts, long long coun
     }
   }
   ld_block_add(stats + LD_MOVED, moved);
+}
+
+// ---- AggregateGraph (lines 44-48) --------------------------------------------------------
+
+// Tables above this many slots are compacted by a block (leiden_agg_emit_block), the others
+// by a warp (leiden_gpu.py AGG_WARP_SLOTS).
+#define LD_AGG_WARP_SLOTS 4096
+
+// AggregateGraph's sizes: cdeg[lab[v]] += deg(v) (the new vertex's table gets 2 cdeg slots: at
+// most cdeg distinct neighbours, so half full at most), and the members' loops:
+// nloop[lab[v]] += loop[v] (cdeg and nloop zeroed by the caller).
+extern "C" __global__ void leiden_agg_sizes(long long n, const long long* ptr, const int* lab,
+                                            const double* loop, unsigned long long* cdeg,
+                                            double* nloop) {
+  MB_GRID_STRIDE(v, n) {
+    const int c = lab[v];
+    const long long d = ptr[v + 1] - ptr[v];
+    if (d) atomicAdd(cdeg + c, (unsigned long long)d);
+    if (loop[v] != 0.0) atomicAdd(nloop + c, loop[v]);
+  }
+}
+
+// AggregateGraph's edges for vertex v (a group of G threads): each edge to another new vertex b is
+// hashed into lab[v]'s table (toff[a] .. toff[a + 1]) under b, and counted in rowlen[a] the
+// first time b is seen; the edges inside lab[v] are summed, halved (the other direction is
+// another entry) and added to its loop once per vertex.
+template <int G>
+__device__ __forceinline__ void ld_agg_one(int v, const long long* ptr, const int* ind,
+                                           const double* w, const int* lab,
+                                           const long long* toff, int* keys, double* vals,
+                                           int* rowlen, double* nloop) {
+  const int t = ld_rank<G>();
+  const int a = lab[v];
+  const long long base = toff[a], cap = toff[a + 1] - base;
+  double inside = 0.0;
+  for (long long p = ptr[v] + t; p < ptr[v + 1]; p += G) {
+    const int b = lab[ind[p]];
+    if (b == a) {
+      inside += w[p];
+    } else if (ld_hash_add(keys + base, vals + base, cap, b, w[p])) {
+      atomicAdd(rowlen + a, 1);
+    }
+  }
+  inside = ld_sum<G>(inside);
+  if (t == 0 && inside != 0.0) atomicAdd(nloop + a, 0.5 * inside);
+}
+
+#define LD_AGG_ARGS                                                                          \
+  const int *verts, long long start, long long count, const long long *ptr, const int *ind, \
+      const double *w, const int *lab, const long long *toff, int *keys, double *vals,     \
+      int *rowlen, double *nloop
+#define LD_AGG_PASS ptr, ind, w, lab, toff, keys, vals, rowlen, nloop
+
+extern "C" __global__ void leiden_agg_sub(LD_AGG_ARGS) {
+  for (long long i = ld_item<LD_SUB>(); i < count; i += ld_items<LD_SUB>())
+    ld_agg_one<LD_SUB>(verts[start + i], LD_AGG_PASS);
+}
+
+extern "C" __global__ void leiden_agg_warp(LD_AGG_ARGS) {
+  for (long long i = ld_item<32>(); i < count; i += ld_items<32>())
+    ld_agg_one<32>(verts[start + i], LD_AGG_PASS);
+}
+
+extern "C" __global__ void leiden_agg_block(LD_AGG_ARGS) {
+  for (long long i = ld_item<LD_BLOCK>(); i < count; i += ld_items<LD_BLOCK>())
+    ld_agg_one<LD_BLOCK>(verts[start + i], LD_AGG_PASS);
+}
+
+// AggregateGraph's new graph: new vertex c's row (nptr[c] .. nptr[c + 1], rowlen[c] entries) is
+// its table's keys and sums in slot order; a warp per table of at most LD_AGG_WARP_SLOTS
+// slots. The larger tables' vertices are listed in big (*nbig of them, zeroed by the caller)
+// for leiden_agg_emit_block.
+extern "C" __global__ void leiden_agg_emit_warp(long long k, const long long* toff,
+                                                const int* keys, const double* vals,
+                                                const long long* nptr, int* nind, double* nw,
+                                                int* big, int* nbig) {
+  const int lane = threadIdx.x & 31;
+  const unsigned below = (1u << lane) - 1u;
+  for (long long c = ld_item<32>(); c < k; c += ld_items<32>()) {
+    const long long b = toff[c], e = toff[c + 1];
+    if (e - b > LD_AGG_WARP_SLOTS) {
+      if (lane == 0) big[atomicAdd(nbig, 1)] = (int)c;
+      continue;
+    }
+    long long out = nptr[c];
+    for (long long s = b; s < e; s += 32) {
+      const long long i = s + lane;
+      const int key = i < e ? keys[i] : LD_EMPTY;
+      const unsigned mask = __ballot_sync(LD_FULL, key != LD_EMPTY);
+      if (key != LD_EMPTY) {
+        const long long at = out + __popc(mask & below);
+        nind[at] = key;
+        nw[at] = vals[i];
+      }
+      out += __popc(mask);
+    }
+  }
+}
+
+// The same for the tables leiden_agg_emit_warp listed (launched after it), a block each; a
+// row's entries in the order its warps reserve their places (any order will do).
+extern "C" __global__ void leiden_agg_emit_block(const long long* toff, const int* keys,
+                                                 const double* vals, const long long* nptr,
+                                                 int* nind, double* nw, const int* big,
+                                                 const int* nbig) {
+  __shared__ unsigned long long cursor;
+  const int lane = threadIdx.x & 31;
+  const unsigned below = (1u << lane) - 1u;
+  const int m = *nbig;
+  for (int j = blockIdx.x; j < m; j += gridDim.x) {
+    const int c = big[j];
+    const long long b = toff[c], e = toff[c + 1];
+    if (threadIdx.x == 0) cursor = 0;
+    __syncthreads();
+    for (long long s = b; s < e; s += LD_BLOCK) {
+      const long long i = s + threadIdx.x;
+      const int key = i < e ? keys[i] : LD_EMPTY;
+      const unsigned mask = __ballot_sync(LD_FULL, key != LD_EMPTY);
+      unsigned long long first = 0;
+      if (lane == 0 && mask) first = atomicAdd(&cursor, (unsigned long long)__popc(mask));
+      first = __shfl_sync(LD_FULL, first, 0);
+      if (key != LD_EMPTY) {
+        const long long at = nptr[c] + (long long)first + __popc(mask & below);
+        nind[at] = key;
+        nw[at] = vals[i];
+      }
+    }
+    __syncthreads();  // cursor is read before the next table resets it
+  }
 }
 
 // ---- connected pieces of a membership ----------------------------------------------------

@@ -165,6 +165,7 @@ def test_kernel_constants_match_the_driver():
     assert int(defines["LD_SUB_DEGREE"]) == LG.SUB_DEGREE
     assert int(defines["LD_HASH_MULT"].rstrip("u")) == LG.HASH_MULT
     assert float(defines["LD_MOVE_RTOL"]) == LM.MOVE_RTOL
+    assert int(defines["LD_AGG_WARP_SLOTS"]) == LG.AGG_WARP_SLOTS
     consts = LG._module_kernels.__code__.co_consts
     names = [x for c in consts for x in (c if isinstance(c, tuple) else (c,))
              if isinstance(x, str) and x.startswith("leiden_")]
@@ -443,6 +444,64 @@ def test_gpu_matches_the_model_on_a_larger_kronecker_graph():
     part, c, _ = leiden_gpu(g)
     _check_answer(g, part, c)
     _same_as_model(part, c, *leiden_gpu_model(g)[:2])
+
+
+def _device_aggregate(g, lab, n_new, loop):
+    """One device aggregation of ``g`` by the dense labels ``lab``, as ``drive`` calls it
+    (``setup`` first: the lists and the level's hash table), and the same by the host
+    model; both graphs' rows sorted by column, on the host."""
+    import cupy as cp
+
+    be = LG._DeviceLevels(LG._module_kernels(), LG.sm_count(), g.n, cp.asarray(g.ptr),
+                          cp.asarray(g.ind.astype(np.int32)), cp.asarray(g.weight),
+                          cp.asarray(loop), 4)
+    be.C = cp.asarray(lab, dtype=cp.int32)  # each refined community inside one community
+    be.setup()
+    be.aggregate(cp.asarray(lab, dtype=cp.int32), n_new)
+    host = LM.HostLevels(g.n, g.ptr, g.ind.astype(np.int32), g.weight, loop.copy(), 4)
+    host.C = lab.astype(np.int32)
+    host.aggregate(lab.astype(np.int32), n_new)
+
+    def rows(ptr, ind, w):
+        ptr, ind, w = np.asarray(ptr), np.asarray(ind), np.asarray(w)
+        row = np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+        order = np.lexsort((ind, row))
+        return ptr, ind[order], w[order]
+
+    return (rows(be.ptr.get(), be.ind.get(), be.w.get()) + (be.loop.get(), be.C.get()),
+            rows(host.ptr, host.ind, host.w) + (host.loop, host.C))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", ["kron_few", "kron_many", "grid_pairs", "random_real"])
+def test_gpu_aggregation_gives_the_models_graph(case):
+    """``leiden_agg_*`` (hashing, rows in table order) against the host model's sort: the
+    same rows, weights and loops. ``kron_few``: three new vertices of about 20,000 entries
+    each (``leiden_agg_emit_block``, hubs in ``leiden_agg_block``)."""
+    rng = np.random.default_rng(len(case))
+    if case.startswith("kron"):
+        g = D.community_kron(12, seed=4)
+    elif case == "grid_pairs":
+        g = D.community_grid(8)
+    else:
+        g = _random(9, 200, 0.1, "real")
+    k = {"kron_few": 3, "kron_many": 700, "grid_pairs": g.n // 2, "random_real": 40}[case]
+    lab = np.sort(rng.permutation(g.n) % k) if case == "grid_pairs" else rng.integers(0, k, g.n)
+    _, lab = np.unique(lab, return_inverse=True)  # dense
+    n_new = int(lab.max()) + 1
+    loop = np.where(rng.random(g.n) < 0.2, rng.integers(1, 4, g.n), 0).astype(np.float64)
+    dev, ref = _device_aggregate(g, lab, n_new, loop)
+    assert np.array_equal(dev[0], ref[0])  # ptr
+    assert np.array_equal(dev[1], ref[1])  # columns
+    exact = case != "random_real"
+    for got, want in ((dev[2], ref[2]), (dev[3], ref[3])):  # weights, loops
+        if exact:
+            assert np.array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert np.array_equal(dev[4], ref[4])
+    if case == "kron_few":  # the tables (2 x the members' degrees) take the block path
+        assert 2 * np.bincount(lab, weights=np.diff(g.ptr)).min() > LG.AGG_WARP_SLOTS
 
 
 @pytest.mark.gpu

@@ -15,8 +15,8 @@ Structure
 - :func:`drive`: the host loop (Alg. A.2 ``Leiden``, lines 1-12: levels, iterations,
   refinement rounds, the stopping rules), over a *backend* that runs the steps.
 - :class:`_Levels`: the steps both backends share, written over an array module ``xp``
-  (NumPy or CuPy): dense renumbering, aggregation (sort by (row, column), segmented sums),
-  lifting the partition, composing the answer.
+  (NumPy or CuPy): dense renumbering, aggregation (sort by (row, column), segmented sums;
+  the device's own hashes instead), lifting the partition, composing the answer.
 - :class:`_DeviceLevels`: the device backend (the kernels); :mod:`.leiden_gpu_model` the host
   model backend (numba), the same steps on the host. Where the weights are integers every
   sum is exact and both make the same decisions, so the model is the GPU tests' oracle.
@@ -60,6 +60,9 @@ WARP_DEGREE = 128
 SUB_DEGREE = 16
 #: LD_SUB: the threads of such a vertex's group.
 SUB_GROUP = 8
+#: leiden.cu LD_AGG_WARP_SLOTS: the aggregation compacts larger tables with a block, the
+#: others with a warp.
+AGG_WARP_SLOTS = 4096
 #: leiden.cu LD_HASH_MULT: the round of vertex v is ((v * HASH_MULT) mod 2^32 >> 16) mod rounds.
 HASH_MULT = 2654435761
 #: Refinement rounds per level at most (each merges something while any vertex has a target).
@@ -469,13 +472,6 @@ class _DeviceLevels(_Levels):
             return f"leiden_{kind}_warp", _grid(count, self.sms, BLOCK // 32)
         return f"leiden_{kind}_sub", _grid(count, self.sms, BLOCK // SUB_GROUP)
 
-    def rows(self) -> Any:
-        cp = self.xp
-        src = cp.empty(max(self.nnz, 1), dtype=cp.int32)[: self.nnz]
-        self._launch("leiden_rows", _grid(self.n, self.sms, BLOCK // 32),
-                     (np.int64(self.n), self.ptr, src))
-        return src
-
     def setup(self) -> float:
         cp, n = self.xp, self.n
         self.k = cp.empty(n, dtype=cp.float64)
@@ -598,10 +594,55 @@ class _DeviceLevels(_Levels):
         self.target = self.wanted = self.done = self.a = self.size = self.order = None
 
     def aggregate(self, lab: Any, n_new: int) -> None:
+        """Alg. A.2 AggregateGraph (lines 44-48) by hashing (``leiden_agg_*``): the new
+        vertex ``c`` gets a table of twice its members' degrees in the level's hash table
+        (``2 nnz`` slots in all), its members' edges are hashed into it by the move kernels'
+        groups, the edges inside it summed into its loop, and the tables compacted into the
+        new CSR. The same graph as :meth:`_Levels.aggregate` (the host model's), its rows in
+        table order instead of sorted, which no decision depends on; line 8: ``C`` lifted."""
+        cp, n, sms = self.xp, self.n, self.sms
+        cdeg = cp.zeros(n_new + 1, dtype=cp.uint64)
+        nloop = cp.zeros(n_new, dtype=cp.float64)
+        self._ops(2)
+        self._launch("leiden_agg_sizes", _grid(n, sms),
+                     (np.int64(n), self.ptr, lab, self.loop, cdeg[1:], nloop))
+        toff = cp.cumsum(cdeg.view(cp.int64), dtype=cp.int64)
+        toff *= 2
+        del cdeg
+        slots = 2 * self.nnz
+        keys, vals = self.keys[:slots], self.vals[:slots]
+        keys.fill(-1)
+        vals.fill(0.0)
+        rowlen = cp.zeros(n_new, dtype=cp.int32)
+        self._ops(5)
+        for group, start, count in self._slices(0, 3 * self.rounds):
+            name, grid = self._group_launch("agg", group, count)
+            self._launch(name, grid, (
+                self.order, np.int64(start), np.int64(count), self.ptr, self.ind, self.w, lab,
+                toff, keys, vals, rowlen, nloop))
+        comm = cp.empty(n_new, dtype=cp.int32)
+        comm[lab] = self.C  # every member of a refined community has the same C
+        nptr = cp.zeros(n_new + 1, dtype=cp.int64)
+        cp.cumsum(rowlen, dtype=cp.int64, out=nptr[1:])
+        self._ops(4)
+        del rowlen
         self.release()
         self._sample()
-        super().aggregate(lab, n_new)
+        nnz_new = int(self.scalar(nptr[n_new]))
+        nind = cp.empty(max(nnz_new, 1), dtype=cp.int32)[:nnz_new]
+        nw = cp.empty(max(nnz_new, 1), dtype=cp.float64)[:nnz_new]
+        most = slots // (AGG_WARP_SLOTS + 1) + 1  # tables of more slots than a warp takes
+        big = cp.empty(most, dtype=cp.int32)
+        nbig = cp.zeros(1, dtype=cp.int32)
+        self._ops()
+        self._launch("leiden_agg_emit_warp", _grid(n_new, sms, BLOCK // 32),
+                     (np.int64(n_new), toff, keys, vals, nptr, nind, nw, big, nbig))
+        self._launch("leiden_agg_emit_block", min(most, 4 * sms),
+                     (toff, keys, vals, nptr, nind, nw, big, nbig))
         self._sample()
+        del keys, vals, toff
+        self.n, self.ptr, self.ind, self.w, self.loop = n_new, nptr, nind, nw, nloop
+        self.C = comm
 
     def quality(self, community: Any, k: int) -> float:
         """Q (Eq. 1) of ``community`` on level 0."""
@@ -628,11 +669,12 @@ def _module_kernels() -> dict[str, Any]:
 
     module = get_module("leiden")
     names = [
-        "leiden_degrees", "leiden_rows", "leiden_tally", "leiden_move_warp",
+        "leiden_degrees", "leiden_tally", "leiden_move_warp",
         "leiden_move_block", "leiden_commit", "leiden_refine_ext", "leiden_refine_warp",
         "leiden_refine_block", "leiden_refine_commit", "leiden_pieces_hook",
         "leiden_move_sub", "leiden_commit_sub", "leiden_refine_sub",
-        "leiden_pieces_jump", "leiden_quality",
+        "leiden_pieces_jump", "leiden_quality", "leiden_agg_sizes", "leiden_agg_sub",
+        "leiden_agg_warp", "leiden_agg_block", "leiden_agg_emit_warp", "leiden_agg_emit_block",
     ]
     return {name: module.get_function(name) for name in names}
 
