@@ -452,13 +452,14 @@ def _device_aggregate(g, lab, n_new, loop):
     model; both graphs' rows sorted by column, on the host."""
     import cupy as cp
 
-    be = LG._DeviceLevels(LG._module_kernels(), LG.sm_count(), g.n, cp.asarray(g.ptr),
-                          cp.asarray(g.ind.astype(np.int32)), cp.asarray(g.weight),
-                          cp.asarray(loop), 4)
+    ptr, ind = g.ptr.astype(np.int64), g.ind.astype(np.int32)  # the kernels' types
+    w = g.weight.astype(np.float64)
+    be = LG._DeviceLevels(LG._module_kernels(), LG.sm_count(), g.n, cp.asarray(ptr),
+                          cp.asarray(ind), cp.asarray(w), cp.asarray(loop), 4)
     be.C = cp.asarray(lab, dtype=cp.int32)  # each refined community inside one community
     be.setup()
     be.aggregate(cp.asarray(lab, dtype=cp.int32), n_new)
-    host = LM.HostLevels(g.n, g.ptr, g.ind.astype(np.int32), g.weight, loop.copy(), 4)
+    host = LM.HostLevels(g.n, ptr, ind, w, loop.copy(), 4)
     host.C = lab.astype(np.int32)
     host.aggregate(lab.astype(np.int32), n_new)
 
