@@ -84,6 +84,7 @@ class Params:
     pickless: bool = True
     pickless_from: int = 0
     cycle_stop: bool = False
+    polish: int = 0
 
 
 def check_params(**kw: Any) -> Params:
@@ -112,10 +113,11 @@ def check_params(**kw: Any) -> Params:
     boolean("leiden_gpu: pickless", p.pickless)
     non_negative_int("leiden_gpu: pickless_from", p.pickless_from)
     boolean("leiden_gpu: cycle_stop", p.cycle_stop)
+    non_negative_int("leiden_gpu: polish", p.polish)
     return Params(
         float(p.resolution), float(p.tolerance), float(p.tolerance_drop), int(p.max_iterations),
         int(p.max_levels), int(p.rounds), float(p.aggregation_tolerance), bool(p.prune),
-        bool(p.pickless), int(p.pickless_from), bool(p.cycle_stop),
+        bool(p.pickless), int(p.pickless_from), bool(p.cycle_stop), int(p.polish),
     )
 
 
@@ -242,6 +244,13 @@ class _Levels:
         self.n, self.ptr, self.ind, self.w, self.loop = n_new, nptr, nind, nw, nloop
         self.C = comm
 
+    def to_input(self, community: Any) -> None:
+        """Back to the input graph (level 0), with ``community`` (ids < n) as ``C``."""
+        self.n, self.ptr, self.ind, self.w, self.loop = (
+            self.n0, self.ptr0, self.ind0, self.w0, self.loop0)
+        self.C = community.astype(self.xp.int32)
+        self._ops()
+
     def compose(self, levels: list[Any], final: Any) -> Any:
         """The answer on level 0: the levels composed, then ``final``."""
         if not levels:
@@ -285,14 +294,16 @@ def drive(be: _Levels, p: Params) -> Outcome:
     merged, the connected pieces of the communities instead (leiden.py's fallback); stop
     without aggregating when the refined communities are more than ``aggregation_tolerance``
     of the vertices (GVE-Leiden's rule) or at ``max_levels``; else ``AggregateGraph``. The
-    last level's communities are split into connected pieces: the answer.
+    last level's communities are split into connected pieces: the answer. With ``polish``
+    (not in the paper), when any level was aggregated: :func:`_polish`.
     """
     c: dict[str, Any] = {
         "level_vertices": [], "level_edges": [], "level_iterations": [], "level_moves": [],
         "level_communities": [], "level_refine_rounds": [], "level_merges": [],
-        "level_dq": [], "fallbacks": 0,
+        "level_dq": [], "fallbacks": 0, "polish_iterations": 0, "polish_moves": 0,
+        "polish_dq": [],
     }
-    sec = {"move": 0.0, "refine": 0.0, "aggregate": 0.0, "final": 0.0}
+    sec = {"move": 0.0, "refine": 0.0, "aggregate": 0.0, "final": 0.0, "polish": 0.0}
     xp = be.xp
     be.C = xp.arange(be.n, dtype=xp.int32)  # SingletonPartition
     levels: list[Any] = []
@@ -310,22 +321,8 @@ def drive(be: _Levels, p: Params) -> Outcome:
             sec["move"] += be.seconds(t0, be.mark())
             break
         r = p.resolution / two_m
-        m = two_m / 2.0
         tol = p.tolerance / p.tolerance_drop**level
-        moves = 0
-        dqs: list[float] = []
-        moveds: list[int] = []
-        for it in range(p.max_iterations):  # lines 14-23
-            lower_only = p.pickless and it >= p.pickless_from and (it - p.pickless_from) % 2 == 1
-            moved, de, dk = be.move_iteration(r, p.prune, lower_only)
-            moves += moved
-            dq = (de - r * dk) / m
-            dqs.append(dq)
-            moveds.append(moved)
-            if moved == 0 or dq <= tol:
-                break
-            if p.cycle_stop and _cycling(moveds, dqs):
-                break
+        moves, dqs = _move_nodes(be, p, two_m, tol, p.max_iterations)
         c["level_iterations"].append(len(dqs))
         c["level_moves"].append(moves)
         c["level_dq"].append(dqs)
@@ -363,14 +360,71 @@ def drive(be: _Levels, p: Params) -> Outcome:
     community = be.compose(levels, final)
     sec["final"] += be.seconds(t3, be.mark())
     c["levels"] = len(levels)
-    c["iterations"] = int(sum(c["level_iterations"]))
-    c["moves"] = int(sum(c["level_moves"]))
-    c["merges"] = int(sum(c["level_merges"]))
+    if p.polish and levels:
+        t4 = be.mark()
+        polished = _polish(be, p, community, len(levels), c)
+        sec["polish"] += be.seconds(t4, be.mark())
+        if polished is not None:  # the answer no longer composes from the levels
+            community, k = polished
+            c["communities"] = int(k)
+            return Outcome(community, [], int(k), _totals(c), sec)
     c["communities"] = int(k)
     # the last level maps to the final ids directly: the levels compose to ``community``
     if levels:
         levels[-1] = final[levels[-1]]
-    return Outcome(community, levels, int(k), c, sec)
+    return Outcome(community, levels, int(k), _totals(c), sec)
+
+
+def _totals(c: dict[str, Any]) -> dict[str, Any]:
+    c["iterations"] = int(sum(c["level_iterations"]))
+    c["moves"] = int(sum(c["level_moves"]))
+    c["merges"] = int(sum(c["level_merges"]))
+    return c
+
+
+def _move_nodes(be: _Levels, p: Params, two_m: float, tol: float, max_iterations: int
+                ) -> tuple[int, list[float]]:
+    """Alg. A.2 ``MoveNodesFast`` (lines 14-23) on the backend's level, in iterations until
+    one gains at most ``tol`` in Q or moves nothing, or (``cycle_stop``) repeats the one two
+    before it, ``max_iterations`` at most; with ``pickless``, iterations ``pickless_from +
+    1``, ``+ 3``, ... move only to lower ids. Returns the moves and each iteration's claimed
+    gain."""
+    r = p.resolution / two_m
+    m = two_m / 2.0
+    moves = 0
+    dqs: list[float] = []
+    moveds: list[int] = []
+    for it in range(max_iterations):
+        lower_only = p.pickless and it >= p.pickless_from and (it - p.pickless_from) % 2 == 1
+        moved, de, dk = be.move_iteration(r, p.prune, lower_only)
+        moves += moved
+        dq = (de - r * dk) / m
+        dqs.append(dq)
+        moveds.append(moved)
+        if moved == 0 or dq <= tol:
+            break
+        if p.cycle_stop and _cycling(moveds, dqs):
+            break
+    return moves, dqs
+
+
+def _polish(be: _Levels, p: Params, community: Any, levels: int, c: dict[str, Any]
+            ) -> tuple[Any, int] | None:
+    """``polish`` (beyond the paper): ``MoveNodesFast`` once more on the input graph,
+    from the answer, at most ``p.polish`` iterations with the last level's tolerance
+    (``tolerance / tolerance_drop**levels``, ``levels`` the aggregations), then the communities split into their
+    connected pieces (a vertex that leaves may disconnect its community; splitting one into
+    pieces without edges between them never lowers Q). The levels' refined communities move
+    as wholes; single vertices at the borders they leave are what this moves. Returns the
+    new answer and its count, or None when nothing moved (the answer stands, with its
+    levels)."""
+    be.to_input(community)
+    two_m = be.setup()
+    moves, dqs = _move_nodes(be, p, two_m, p.tolerance / p.tolerance_drop**levels, p.polish)
+    c["polish_iterations"], c["polish_moves"], c["polish_dq"] = len(dqs), int(moves), dqs
+    if not moves:
+        return None
+    return be.dense(be.pieces())
 
 
 def _cycling(moveds: list[int], dqs: list[float]) -> bool:
@@ -743,6 +797,13 @@ def leiden_gpu(graph: Any, loop: Any = None, **params: Any
         Stop a level's moving when an iteration repeats the one two before it (as many
         moves, the same claimed gain): the parallel rounds then alternate between two
         configurations and more iterations gain nothing.
+    polish : int
+        Not in the paper: after the last level, when any level was aggregated, at most this
+        many local-moving iterations on the input graph from the answer (the last level's
+        tolerance, the same rounds and guards), then the communities split into their
+        connected pieces. Vertices move one by one again, where the levels moved refined
+        communities as wholes. 0 (the default): none. The answer then reports no
+        ``levels`` (they no longer compose to it) unless nothing moved.
 
     Returns
     -------
@@ -752,9 +813,10 @@ def leiden_gpu(graph: Any, loop: Any = None, **params: Any
         graph, with ``loop``); counters ``levels``, ``iterations``, ``moves``, ``merges``,
         ``fallbacks``, ``communities``, per level ``level_vertices``, ``level_edges``,
         ``level_iterations``, ``level_moves``, ``level_communities``,
-        ``level_refine_rounds``, ``level_merges``, ``level_dq``, and ``kernel_launches``,
-        ``host_syncs``; timings ``move``, ``refine``, ``aggregate``, ``final`` (CUDA events)
-        and ``solve``.
+        ``level_refine_rounds``, ``level_merges``, ``level_dq``, ``polish_iterations``,
+        ``polish_moves``, ``polish_dq``, and ``kernel_launches``, ``host_syncs``; timings
+        ``move``, ``refine``, ``aggregate``, ``final``, ``polish`` (CUDA events) and
+        ``solve``.
 
     Notes
     -----
@@ -807,9 +869,9 @@ class LeidenGPU(DeviceCommunitySolver):
     Parameters
     ----------
     resolution, tolerance, tolerance_drop, max_iterations, max_levels, rounds,
-    aggregation_tolerance, prune, pickless, pickless_from, cycle_stop
+    aggregation_tolerance, prune, pickless, pickless_from, cycle_stop, polish
         As :func:`leiden_gpu` (``conf/algorithm/leiden_gpu.yaml``: GVE-Leiden's values, the
-        guard from iteration 2 and cycle_stop).
+        guard from iteration 2, cycle_stop and polish).
 
     Notes
     -----
@@ -830,13 +892,13 @@ class LeidenGPU(DeviceCommunitySolver):
                  tolerance_drop: float = 10.0, max_iterations: int = 20, max_levels: int = 10,
                  rounds: int = 4, aggregation_tolerance: float = 0.8, prune: bool = True,
                  pickless: bool = True, pickless_from: int = 0,
-                 cycle_stop: bool = False) -> None:
+                 cycle_stop: bool = False, polish: int = 0) -> None:
         p = check_params(resolution=resolution, tolerance=tolerance,
                          tolerance_drop=tolerance_drop, max_iterations=max_iterations,
                          max_levels=max_levels, rounds=rounds,
                          aggregation_tolerance=aggregation_tolerance, prune=prune,
                          pickless=pickless, pickless_from=pickless_from,
-                         cycle_stop=cycle_stop)
+                         cycle_stop=cycle_stop, polish=polish)
         super().__init__(**p.__dict__)
         self._p = p
 
