@@ -211,6 +211,14 @@ def test_the_kernel_profile_script_follows_the_driver(tmp_path):
     np.savez(tmp_path / "g.npz", n=g.n, ptr=g.ptr, ind=g.ind, weight=g.weight)
     back = script.load("g", str(tmp_path))
     assert back.n == g.n and np.array_equal(back.ind, g.ind) and np.array_equal(back.weight, g.weight)
+    # --set: YAML values over the preset, checked by the solver's check, naming the problem
+    assert script.overrides(["polish=2", "cycle_stop=false"]) == {"polish": 2, "cycle_stop": False}
+    with pytest.raises(ValueError, match="polish"):
+        script.overrides(["polish=-1"])
+    with pytest.raises(ValueError, match="unknown parameters"):
+        script.overrides(["polsh=2"])
+    with pytest.raises(ValueError, match="key=value"):
+        script.overrides(["polish"])
 
 
 def test_the_yaml_builds_the_solver():

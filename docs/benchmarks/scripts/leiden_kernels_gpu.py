@@ -11,6 +11,7 @@ Run from the repository root on a GPU host, with the package importable::
 
     export PYTHONPATH=/tmp/site:$PWD
     python docs/benchmarks/scripts/leiden_kernels_gpu.py --graphs delaunay22,road22 --profile
+    python docs/benchmarks/scripts/leiden_kernels_gpu.py --graphs delaunay22 --set polish=2
 
 The benchmark pages come from the pipeline's rows (``+experiment=leiden_sota``); this script
 only says which kernels to look at, and compares two trees on one machine when run from
@@ -126,7 +127,28 @@ class Profile:
             print(f"     {key:36s} {s * 1e3:8.2f} ms")
 
 
-def run(names: list[str], cache: str, profile: bool) -> None:
+def overrides(pairs: list[str]) -> dict:
+    """``--set key=value`` pairs (values read as YAML) over the preset, checked by the
+    solver's own parameter check.
+
+    >>> overrides(["polish=2", "cycle_stop=false"])
+    {'polish': 2, 'cycle_stop': False}
+    """
+    import yaml
+
+    from matchbench.families.community.leiden_gpu import check_params
+
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {pair!r}: expected key=value")
+        out[key.strip()] = yaml.safe_load(value)
+    check_params(**{**preset(), **out})
+    return out
+
+
+def run(names: list[str], cache: str, profile: bool, extra: dict | None = None) -> None:
     import cupy as cp
 
     from matchbench.families.community.connectivity import disconnected_communities
@@ -134,7 +156,7 @@ def run(names: list[str], cache: str, profile: bool) -> None:
     from matchbench.families.community.problem import modularity
     from matchbench.graphs.weighted import WeightedGraph
 
-    params = preset()
+    params = {**preset(), **(extra or {})}
     print("preset:", params)
     for name in names:
         g = load(name, cache)
@@ -168,7 +190,13 @@ def main() -> None:
                         help=f"comma-separated, of {', '.join(GRAPHS)}")
     parser.add_argument("--cache", default="/tmp/leiden_kernels_graphs", help="where the graphs are kept")
     parser.add_argument("--profile", action="store_true", help="also time every launch and step")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="a parameter over the preset (e.g. polish=2); repeatable")
     args = parser.parse_args()
+    try:
+        extra = overrides(args.set)
+    except ValueError as exc:
+        parser.error(str(exc))
     names = [n.strip() for n in args.graphs.split(",") if n.strip()]
     unknown = [n for n in names if n not in GRAPHS]
     if unknown:
@@ -180,7 +208,7 @@ def main() -> None:
         with ProcessPoolExecutor(len(todo)) as ex:
             for name in ex.map(make, todo, [args.cache] * len(todo)):
                 print(f"{name} generated ({time.perf_counter() - t:.0f} s)", flush=True)
-    run(names, args.cache, args.profile)
+    run(names, args.cache, args.profile, extra)
 
 
 if __name__ == "__main__":
