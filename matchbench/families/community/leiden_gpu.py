@@ -412,12 +412,12 @@ def _polish(be: _Levels, p: Params, community: Any, levels: int, c: dict[str, An
             ) -> tuple[Any, int] | None:
     """``polish`` (beyond the paper): ``MoveNodesFast`` once more on the input graph,
     from the answer, at most ``p.polish`` iterations with the last level's tolerance
-    (``tolerance / tolerance_drop**levels``, ``levels`` the aggregations), then the communities split into their
-    connected pieces (a vertex that leaves may disconnect its community; splitting one into
-    pieces without edges between them never lowers Q). The levels' refined communities move
-    as wholes; single vertices at the borders they leave are what this moves. Returns the
-    new answer and its count, or None when nothing moved (the answer stands, with its
-    levels)."""
+    (``tolerance / tolerance_drop**levels``, ``levels`` the aggregations), then the
+    communities split into their connected pieces (a vertex that leaves may disconnect its
+    community; splitting one into pieces without edges between them never lowers Q). The
+    levels' refined communities move as wholes; single vertices at the borders they leave
+    are what this moves. Returns the new answer and its count, or None when nothing moved
+    (the answer stands, with its levels)."""
     be.to_input(community)
     two_m = be.setup()
     moves, dqs = _move_nodes(be, p, two_m, p.tolerance / p.tolerance_drop**levels, p.polish)
