@@ -80,12 +80,17 @@
 // LD_EMPTY for none; vals the running e(v, C)), linear probing from a multiplicative hash;
 // a group of LD_SUB threads uses the first 2 deg of its own 2 LD_SUB_DEGREE slots in shared
 // memory instead (LdTable; reused vertex after vertex: the group's shuffles after its last
-// scan order that scan before the next clearing).
+// scan order that scan before the next clearing). The aggregation's tables live in the same
+// level-wide arrays: new vertex c's at 2 x (its members' degrees before c's), 2 x its own
+// members' degrees long (at most that many distinct neighbours), cleared by the host before
+// the launch.
 // Race argument (ld_hash_add): a key changes once, LD_EMPTY -> c, by atomicCAS; a thread that
 // finds c adds its weight by atomicAdd, else probes on; occupied keys never change, so all
 // threads inserting c stop at the same slot and no weight is lost. At most deg distinct keys
 // in 2 deg slots, so a probe always ends. Cleared, filled and scanned between barriers of the
-// group that owns it.
+// group that owns it (an aggregation table: cleared before the launch that fills it, scanned
+// by the next one). Exactly one insertion of each key sees its own CAS succeed, which is how
+// ld_hash_add reports a new key (the aggregation counts a row's entries so).
 
 #include "common.cuh"
 
