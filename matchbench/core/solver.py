@@ -3,7 +3,9 @@
 A solver is one class and one YAML file ``conf/algorithm/<name>.yaml`` whose
 ``_target_`` is the class; the file name, ``Solver.name`` and the results' ``algorithm``
 column are the same string. Keyword arguments of ``__init__`` are the variant parameters
-(swept from the command line, recorded in the ``variant`` column).
+(swept from the command line, recorded in the ``variant`` column). A parameter added to a
+solver that has recorded runs goes into its ``variant_defaults`` with the value that keeps
+the old behaviour, so the old rows and the new share their ``variant`` key.
 
 Life cycle, driven by :mod:`matchbench.runner.task` once per repetition::
 
@@ -159,6 +161,11 @@ class BaseSolver:
     #: whether the solver solves a whole :class:`~matchbench.core.stack.InstanceStack`
     #: (``run.batch``): skip_stack / prepare_stack / result_stack
     stackable: ClassVar[bool] = False
+    #: parameters added after runs were recorded, each with the value that keeps the
+    #: earlier behaviour: :meth:`variant` leaves them out at that value, so rows of before
+    #: and after share their key and ``matchbench compare`` can gate the change
+    #: (``params_json`` keeps every parameter)
+    variant_defaults: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, **params: Any) -> None:
         self.params = params
@@ -230,8 +237,19 @@ class BaseSolver:
         return None
 
     def variant(self) -> str:
-        """Canonical ``k=v,k=v`` string of the variant parameters (sorted keys)."""
-        return ",".join(f"{k}={self.params[k]}" for k in sorted(self.params)) or "default"
+        """Canonical ``k=v,k=v`` string of the variant parameters (sorted keys), without
+        those at their :attr:`variant_defaults` value."""
+        omit = self.variant_defaults
+        keys = [k for k in sorted(self.params) if not (k in omit and _same(self.params[k], omit[k]))]
+        return ",".join(f"{k}={self.params[k]}" for k in keys) or "default"
+
+
+def _same(value: Any, default: Any) -> bool:
+    """``value`` is ``default`` for :meth:`BaseSolver.variant`: equal and of the same kind
+    (``True`` is not ``1``, ``0.0`` is ``0``)."""
+    if isinstance(value, bool) or isinstance(default, bool):
+        return type(value) is type(default) and value == default
+    return value == default
 
 
 class BaseInitializer:

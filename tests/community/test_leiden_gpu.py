@@ -232,6 +232,17 @@ def test_the_yaml_builds_the_solver():
     assert s.estimate_bytes(g) > g.ind.shape[0] * 12
 
 
+def test_the_variant_key_of_runs_before_polish_is_kept():
+    """``polish: 0`` is how runs before the option ran: their ``variant`` key stays, so
+    ``matchbench compare`` matches them; another value is a variant of its own."""
+    before = ("aggregation_tolerance=0.8,cycle_stop=True,max_iterations=20,max_levels=10,"
+              "pickless=True,pickless_from=2,prune=True,resolution=1.0,rounds=4,tolerance=0.01,"
+              "tolerance_drop=10.0")  # run 20261127T050138-139 (commit 8b4eb90)
+    assert configured(LeidenGPU).variant() == before
+    assert LeidenGPU(**CURRENT).variant() == before
+    assert LeidenGPU(**POLISHED).variant() == before.replace("pickless_from=2,", "pickless_from=2,polish=2,")
+
+
 # ---------------------------------------------------------------------------------------
 # Host: the model (the algorithm's logic)
 

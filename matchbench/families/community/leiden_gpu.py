@@ -887,6 +887,8 @@ class LeidenGPU(DeviceCommunitySolver):
     problem: ClassVar[str] = "community"
     device: ClassVar[str] = "gpu"
     kernel_families: ClassVar[tuple[str, ...]] = ("leiden",)
+    #: ``polish`` came after the first recorded runs; 0 is how they ran
+    variant_defaults: ClassVar[dict[str, Any]] = {"polish": 0}
 
     def __init__(self, *, resolution: float = 1.0, tolerance: float = 1e-2,
                  tolerance_drop: float = 10.0, max_iterations: int = 20, max_levels: int = 10,
