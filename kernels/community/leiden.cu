@@ -72,8 +72,9 @@
 //   leiden_agg_sub/_warp/_block  its members' edges hashed into its table, the inside ones
 //                         summed into its loop.
 //   leiden_agg_emit_warp/_block  each table compacted into the new vertex's CSR row.
-//   leiden_pieces_hook / _jump  connected pieces of a membership: min-label propagation over
-//                         the edges inside communities, with pointer jumping.
+//   leiden_pieces_link / _flatten  connected pieces of a membership: union-find over the
+//                         edges inside communities (CAS hooking, path halving), each piece
+//                         labelled by its smallest vertex.
 //   leiden_quality        Q's two sums (inside weight, sum of K_C^2) for the answer.
 //
 // Hash tables: per vertex, the 2 deg slots at 2 ptr[v] of a level-wide table (keys int32,
@@ -730,37 +731,58 @@ extern "C" __global__ void leiden_agg_emit_block(const long long* toff, const in
 
 // ---- connected pieces of a membership ----------------------------------------------------
 
-// One hooking sweep: lab[v] = min(lab[v], lab[u]) over v's neighbours u in v's community.
-// Labels only decrease and are always the id of a vertex of v's piece (one that reached v by
-// edges inside the community), so reading a neighbour's label mid-update is benign: an old
-// label is larger, and the next sweep sees the new one. *changed set when a label drops.
-extern "C" __global__ void leiden_pieces_hook(long long n, const long long* ptr, const int* ind,
-                                              const int* C, int* lab, int* changed) {
+// Union-find over the edges inside communities, in two launches and no host sync (the
+// hooking sweeps it replaces took one sync each and, on a road graph's long communities,
+// over a hundred sweeps). lab[v] is v's parent; a root is its own parent. Invariant: a
+// non-root's parent is smaller than it (a root is hooked only under a smaller root, and path
+// halving replaces a parent by a grandparent), so every tree's root is its smallest vertex,
+// the label the host model's _hm_pieces gives the piece.
+// Races: a root's entry changes only by atomicCAS (root -> smaller root), so two hookings of
+// one root cannot both succeed; a non-root's entry is overwritten only with an ancestor of
+// it (path halving), so concurrent writes leave some ancestor. Reads bypass L1 (__ldcg): a
+// stale read still names an ancestor, and a stale "root" makes the CAS fail and return the
+// current parent, so every retry starts from a fresher value and the loops end.
+__device__ __forceinline__ int ld_root(int* lab, int v) {
+  int p = __ldcg(lab + v);
+  while (p != v) {
+    const int g = __ldcg(lab + p);
+    if (g == p) return p;
+    lab[v] = g;  // path halving: v's parent becomes its grandparent
+    v = g;
+    p = __ldcg(lab + g);
+  }
+  return v;
+}
+
+// Pieces, step 1 (a warp per vertex, lanes over its edges): every edge (v, u) with u < v in
+// one community joins the two trees, the larger root hooked under the smaller.
+extern "C" __global__ void leiden_pieces_link(long long n, const long long* ptr, const int* ind,
+                                              const int* C, int* lab) {
   const int lane = threadIdx.x & 31;
   for (long long v = ld_item<32>(); v < n; v += ld_items<32>()) {
     const int s = C[v];
-    int m = LD_NONE;
     for (long long p = ptr[v] + lane; p < ptr[v + 1]; p += 32) {
       const int u = ind[p];
-      if (C[u] == s) m = min(m, lab[u]);
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) m = min(m, __shfl_xor_sync(LD_FULL, m, o));
-    if (lane == 0 && m < lab[v]) {
-      atomicMin(lab + v, m);
-      *changed = 1;
+      if (u >= v || C[u] != s) continue;
+      int a = ld_root(lab, (int)v), b = ld_root(lab, u);
+      while (a != b) {
+        if (a < b) {
+          const int t = a;
+          a = b;
+          b = t;
+        }
+        const int old = atomicCAS(lab + a, a, b);  // hook root a under b
+        if (old == a) break;
+        a = ld_root(lab, old);  // a was hooked meanwhile: retry from the trees' roots
+        b = ld_root(lab, b);
+      }
     }
   }
 }
 
-// Pointer jumping: lab[v] = lab[lab[v]] (a vertex of the same piece with a label as small or
-// smaller); races as in the hooking.
-extern "C" __global__ void leiden_pieces_jump(long long n, int* lab) {
-  MB_GRID_STRIDE(v, n) {
-    const int l = lab[v];
-    const int ll = lab[l];
-    if (ll < l) atomicMin(lab + v, ll);
-  }
+// Pieces, step 2: every vertex labelled by its tree's root (no hooking is left to race with).
+extern "C" __global__ void leiden_pieces_flatten(long long n, int* lab) {
+  MB_GRID_STRIDE(v, n) lab[v] = ld_root(lab, (int)v);
 }
 
 // ---- the answer's modularity --------------------------------------------------------------

@@ -500,6 +500,59 @@ def test_gpu_stress_refinement_on_hundreds_of_small_graphs():
     assert not wrong, "\n".join(wrong[:10])
 
 
+def _expected_pieces(g: CommunityGraph, comm: np.ndarray) -> np.ndarray:
+    """Each vertex's piece labelled by the piece's smallest vertex, from scipy's connected
+    components of the edges inside communities (independent of the model's search)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    row = np.repeat(np.arange(g.n), np.diff(g.ptr))
+    keep = comm[row] == comm[g.ind]
+    sub = csr_matrix((np.ones(int(keep.sum())), (row[keep], g.ind[keep])), shape=(g.n, g.n))
+    _, piece = connected_components(sub, directed=False)
+    first = np.full(piece.max() + 1, g.n, dtype=np.int64)
+    np.minimum.at(first, piece, np.arange(g.n))
+    return first[piece]
+
+
+@pytest.mark.gpu
+def test_gpu_stress_pieces_on_hundreds_of_memberships():
+    """``leiden_pieces_link`` / ``_flatten`` (union-find by CAS hooking, races by design) on
+    300 graph and membership pairs: long paths (grids, roads: deep trees), hubs (Kronecker),
+    random graphs with isolated vertices; memberships of a few large or many small
+    communities, or one community (the graph's components). Every label must be its piece's
+    smallest vertex: zero wrong answers."""
+    import cupy as cp
+
+    pool = [D.community_grid(6), D.community_grid(9), D.community_road(10, seed=1),
+            D.community_road(12, seed=2), D.community_kron(10, seed=3),
+            D.community_delaunay(11, seed=4)]
+    wrong = []
+    for seed in range(300):
+        rng = np.random.default_rng(30_000 + seed)
+        if seed % 3 == 0:
+            g = _random(seed, int(rng.integers(2, 400)), float(rng.choice([0.005, 0.02, 0.1])),
+                        "unit", isolated=int(rng.integers(0, 4)))
+        else:
+            g = pool[seed % len(pool)]
+        k = int(rng.choice([1, 2, 5, max(g.n // 50, 1), max(g.n // 3, 1)]))
+        if seed % 2:  # contiguous id ranges: large pieces in meshes and roads
+            comm = (np.arange(g.n) * k // max(g.n, 1)).astype(np.int32)
+        else:
+            comm = rng.integers(0, k, g.n).astype(np.int32)
+        be = LG._DeviceLevels(LG._module_kernels(), LG.sm_count(), g.n,
+                              cp.asarray(g.ptr.astype(np.int64)),
+                              cp.asarray(g.ind.astype(np.int32)),
+                              cp.asarray(g.weight.astype(np.float64)), cp.zeros(g.n), 4)
+        be.C = cp.asarray(comm)
+        got = be.pieces().get()
+        want = _expected_pieces(g, comm)
+        if not np.array_equal(got, want):
+            bad = int(np.count_nonzero(got != want))
+            wrong.append(f"seed {seed} ({g.name}, k={k}): {bad} vertices mislabelled")
+    assert not wrong, "\n".join(wrong[:10])
+
+
 @pytest.mark.gpu
 def test_gpu_runs_repeat_exactly_on_integer_weights(graphs):
     for _kind, g, _ in graphs[:40]:

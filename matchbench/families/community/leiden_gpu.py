@@ -628,19 +628,15 @@ class _DeviceLevels(_Levels):
         return int(s[1]), int(s[0])
 
     def pieces(self) -> Any:
-        cp, n = self.xp, self.n
-        lab = cp.arange(n, dtype=cp.int32)
-        changed = cp.zeros(1, dtype=cp.int32)
-        self._ops(2)
-        while True:
-            changed.fill(0)
-            self._launch("leiden_pieces_hook", _grid(n, self.sms, BLOCK // 32),
-                         (np.int64(n), self.ptr, self.ind, self.C, lab, changed))
-            for _ in range(2):
-                self._launch("leiden_pieces_jump", _grid(n, self.sms), (np.int64(n), lab))
-            self._ops()
-            if not int(self.scalar(changed[0])):
-                return lab
+        """The connected pieces of ``C``, each labelled by its smallest vertex: union-find
+        (``leiden_pieces_link``, then ``_flatten``), two launches and no host sync."""
+        n = self.n
+        lab = self.xp.arange(n, dtype=self.xp.int32)
+        self._ops()
+        self._launch("leiden_pieces_link", _grid(n, self.sms, BLOCK // 32),
+                     (np.int64(n), self.ptr, self.ind, self.C, lab))
+        self._launch("leiden_pieces_flatten", _grid(n, self.sms), (np.int64(n), lab))
+        return lab
 
     def release(self) -> None:
         """The level's work arrays (the aggregation needs only the graph, C and lab)."""
@@ -725,9 +721,9 @@ def _module_kernels() -> dict[str, Any]:
     names = [
         "leiden_degrees", "leiden_tally", "leiden_move_warp",
         "leiden_move_block", "leiden_commit", "leiden_refine_ext", "leiden_refine_warp",
-        "leiden_refine_block", "leiden_refine_commit", "leiden_pieces_hook",
+        "leiden_refine_block", "leiden_refine_commit", "leiden_pieces_link",
         "leiden_move_sub", "leiden_commit_sub", "leiden_refine_sub",
-        "leiden_pieces_jump", "leiden_quality", "leiden_agg_sizes", "leiden_agg_sub",
+        "leiden_pieces_flatten", "leiden_quality", "leiden_agg_sizes", "leiden_agg_sub",
         "leiden_agg_warp", "leiden_agg_block", "leiden_agg_emit_warp", "leiden_agg_emit_block",
     ]
     return {name: module.get_function(name) for name in names}

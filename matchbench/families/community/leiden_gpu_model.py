@@ -214,8 +214,8 @@ def _hm_refine_commit(verts, k, target, wanted, R, KR, sizeR):
 
 @njit(cache=True, nogil=True)
 def _hm_pieces(n, ptr, ind, comm):
-    """The connected pieces of ``comm``, each labelled by its smallest vertex (the fixed
-    point of leiden_pieces_hook / _jump)."""
+    """The connected pieces of ``comm``, each labelled by its smallest vertex (the root of
+    its tree in leiden_pieces_link / _flatten)."""
     lab = np.full(n, -1, dtype=np.int32)
     stack = np.empty(max(n, 1), dtype=np.int64)
     for s in range(n):
