@@ -7,6 +7,9 @@ answers; a ``.npy`` stack is read as its matrices, and hostile files are refused
 
 from __future__ import annotations
 
+import contextlib
+import os
+
 import numpy as np
 import pytest
 
@@ -262,6 +265,125 @@ def test_a_stack_read_in_many_chunks_is_the_files_matrices(monkeypatch, rows, th
         dev = L._device_stack(data, np.asarray(idx, dtype=np.int64))
         assert dev is not None, "the device copy failed"
         assert dev.get().tobytes() == data[idx].tobytes()
+
+
+class _FakeDevice:
+    """``_device_stack``, ``_room_on_device`` and ``_on_device`` without a GPU: a "device
+    array" is a host copy, tagged with the range it holds and how it was read; every read
+    is logged."""
+
+    def __init__(self, monkeypatch, room=True, fail=()):
+        self.reads: list[tuple[int, int, bool]] = []
+        self.fail = set(fail)
+
+        def device_stack(arr, idx, outside_pool=False):
+            lo, hi = int(idx[0]), int(idx[-1]) + 1
+            self.reads.append((lo, hi, outside_pool))
+            if (lo, hi, outside_pool) in self.fail:
+                return None
+            return _Tagged(np.take(arr, idx, axis=0), (lo, hi, outside_pool))
+
+        monkeypatch.setattr(L, "_device_stack", device_stack)
+        monkeypatch.setattr(L, "_room_on_device", lambda nbytes: 0 if room else None)
+        monkeypatch.setattr(L, "_on_device", lambda device_id: contextlib.nullcontext())
+        monkeypatch.setattr(L._ReadAhead, "_pending", None)
+        monkeypatch.setattr(L._ReadAhead, "_last", None)
+        monkeypatch.setattr(L, "GPU_DRAW_BYTES", 1)
+
+
+class _Tagged(np.ndarray):
+    """A host array standing in for a device one, with the range it was read for."""
+
+    def __new__(cls, data, tag):
+        out = np.asarray(data).view(cls)
+        out.tag = tag
+        return out
+
+
+def _ask(path, lo, count):
+    """The stack hook's call for matrices ``[lo, lo + count)``, its data's tag, and that
+    the data holds exactly those matrices."""
+    stack = L.stack_stack({"path": str(path)}, {"seed": list(range(lo, lo + count))}, count,
+                          device="gpu")
+    data = np.load(path, mmap_mode="r")[lo : lo + count]
+    assert np.asarray(stack.data).tobytes() == data.tobytes()
+    return stack.data.tag
+
+
+@pytest.fixture
+def stack_file(tmp_path):
+    data = np.random.default_rng(5).integers(0, 1000, size=(23, 6, 6), dtype=np.int32)
+    np.save(tmp_path / "s.npy", data)
+    return tmp_path / "s.npy"
+
+
+def test_a_sweep_over_a_stack_file_reads_each_next_batch_ahead(monkeypatch, stack_file):
+    """Consecutive batches: the first is read in the call, every later one is the read
+    ahead (outside CuPy's pool), the last one short; nothing is read past the file."""
+    dev = _FakeDevice(monkeypatch)
+    tags = [_ask(stack_file, lo, min(5, 23 - lo)) for lo in range(0, 23, 5)]
+    assert tags == [(0, 5, False), (5, 10, True), (10, 15, True), (15, 20, True), (20, 23, True)]
+    assert dev.reads == [(0, 5, False), (5, 10, True), (10, 15, True), (15, 20, True),
+                         (20, 23, True)]
+    assert L._ReadAhead._pending is None
+
+
+def test_a_read_ahead_is_used_only_for_the_range_it_holds(monkeypatch, stack_file):
+    """Another range than the one read ahead is read in the call (the read ahead dropped);
+    a worker given every other batch stops reading ahead after its first miss; a gathered
+    range reads nothing ahead."""
+    dev = _FakeDevice(monkeypatch)
+    assert _ask(stack_file, 0, 4) == (0, 4, False)  # reads [4, 8) ahead
+    assert _ask(stack_file, 8, 4) == (8, 12, False)  # not [4, 8): read in the call
+    assert _ask(stack_file, 16, 4) == (16, 20, False)
+    assert dev.reads == [(0, 4, False), (4, 8, True), (8, 12, False), (16, 20, False)]
+    stack = L.stack_stack({"path": str(stack_file)}, {"seed": [3, 1, 2]}, 3, device="gpu")
+    assert stack.data.tag == (3, 3, False)  # the fake logs a gather by its ends
+    assert L._ReadAhead._pending is None
+
+
+def test_a_changed_file_or_a_failed_read_ahead_is_read_again(monkeypatch, stack_file):
+    dev = _FakeDevice(monkeypatch, fail={(5, 10, True)})
+    assert _ask(stack_file, 0, 5) == (0, 5, False)
+    assert _ask(stack_file, 5, 5) == (5, 10, False)  # the read ahead failed: read in the call
+    assert dev.reads[1:3] == [(5, 10, True), (5, 10, False)]
+    L._ReadAhead._pending.future.result()  # [10, 15) read ahead; then the file changes
+    data = np.load(stack_file) + 1
+    np.save(stack_file, data)
+    os.utime(stack_file, ns=(1, 1))
+    assert _ask(stack_file, 10, 5) == (10, 15, False)
+
+
+def test_no_read_ahead_without_room_on_the_device(monkeypatch, stack_file):
+    dev = _FakeDevice(monkeypatch, room=False)
+    assert [_ask(stack_file, lo, 5)[2] for lo in (0, 5, 10)] == [False] * 3
+    assert dev.reads == [(0, 5, False), (5, 10, False), (10, 15, False)]
+    assert L._ReadAhead._pending is None
+
+
+@pytest.mark.gpu
+def test_gpu_a_sweep_over_a_stack_file_gets_each_batchs_matrices(monkeypatch, stack_file):
+    """On the device: every batch after the first comes from the read ahead, each holds
+    exactly its matrices, and the read ahead is outside CuPy's pool."""
+    import cupy as cp
+
+    monkeypatch.setattr(L._ReadAhead, "_pending", None)
+    monkeypatch.setattr(L._ReadAhead, "_last", None)
+    monkeypatch.setattr(L, "GPU_DRAW_BYTES", 1)
+    data = np.load(stack_file)
+    pool = cp.get_default_memory_pool()
+    for lo in range(0, 23, 5):
+        count = min(5, 23 - lo)
+        if lo:
+            assert L._ReadAhead._pending.key[1:] == (lo, count)
+        before = pool.used_bytes()
+        stack = L.stack_stack({"path": str(stack_file)}, {"seed": list(range(lo, lo + count))},
+                              count, device="gpu")
+        assert isinstance(stack.data, cp.ndarray)
+        assert stack.data.get().tobytes() == data[lo : lo + count].tobytes()
+        if lo:
+            assert pool.used_bytes() == before
+        del stack
 
 
 def test_read_threads_stay_within_the_cpus_and_the_cap():

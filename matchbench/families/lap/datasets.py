@@ -713,7 +713,7 @@ def read_threads() -> int:
     return max(1, min(STACK_READ_THREADS_MAX, cpus))
 
 
-def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
+def _device_stack(arr: np.ndarray, idx: np.ndarray, outside_pool: bool = False) -> Any | None:
     """Matrices ``idx`` of a mapped stack as one device array, None where the GPU fails.
 
     The file is copied in chunks of :data:`STACK_UPLOAD_CHUNK_BYTES` into
@@ -721,7 +721,9 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
     chunk's parts queued as soon as its buffer's previous upload has left it, so the
     threads go from one chunk to the next without waiting while a full buffer uploads
     asynchronously. Nothing of it stays on the host (a ``DeviceCostMatrix`` copies its
-    block back only if ``costs`` is read).
+    block back only if ``costs`` is read). ``outside_pool``: the device array is allocated
+    by ``cudaMalloc`` itself, not from CuPy's pool, so a read ahead (:class:`_ReadAhead`)
+    neither counts in the pool's peak of the batch being solved nor keeps pool blocks.
     """
     try:
         from collections import deque
@@ -734,7 +736,11 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
         shape = arr.shape[1:]
         one = int(np.prod(shape)) * arr.dtype.itemsize
         rows = max(1, min(n_mat, STACK_UPLOAD_CHUNK_BYTES // max(1, one)))
-        dev = cp.empty((n_mat, *shape), dtype=arr.dtype)
+        if outside_pool:
+            mem = cp.cuda.Memory(max(1, n_mat * one))
+            dev = cp.ndarray((n_mat, *shape), dtype=arr.dtype, memptr=cp.cuda.MemoryPointer(mem, 0))
+        else:
+            dev = cp.empty((n_mat, *shape), dtype=arr.dtype)
         nbuf = max(2, min(STACK_UPLOAD_BUFFERS, -(-n_mat // rows)))
         pinned = [cupyx.empty_pinned((rows, *shape), dtype=arr.dtype) for _ in range(nbuf)]
         stream = cp.cuda.Stream(non_blocking=True)
@@ -781,6 +787,93 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray) -> Any | None:
 stack.matchbench_bulk = stack_bulk  # type: ignore[attr-defined]
 
 
+#: A read ahead may take at most this share of the device's free memory.
+READ_AHEAD_FREE_SHARE = 0.25
+
+
+def _room_on_device(nbytes: int) -> int | None:
+    """The current device's id if ``nbytes`` are at most :data:`READ_AHEAD_FREE_SHARE` of
+    its free memory, else None (None too without CuPy or a device)."""
+    try:
+        import cupy as cp
+
+        free, _total = cp.cuda.runtime.memGetInfo()
+        return int(cp.cuda.Device().id) if nbytes <= READ_AHEAD_FREE_SHARE * free else None
+    except Exception:
+        return None
+
+
+def _on_device(device_id: int) -> Any:
+    """A context in which CuPy works on ``device_id`` (a thread's own current device)."""
+    import cupy as cp
+
+    return cp.cuda.Device(device_id)
+
+
+class _ReadAhead:
+    """The next batch of a stack file, read onto the device by a thread of its own while
+    the task process solves and certifies the batch before it.
+
+    A sweep over one file asks the stack hook for consecutive ranges of it, batch after
+    batch, in one task process (the GPU worker's). After a consecutive range is read, the
+    same number of matrices after it is read in the background; the next call takes them
+    if it asks for exactly that range of the same, unchanged file (else they are dropped).
+    The read costs device memory of one batch outside CuPy's pool, and only where that is
+    at most :data:`READ_AHEAD_FREE_SHARE` of the free memory. It starts only after a call
+    that continued the one before it (or the process's first), so workers that receive
+    every other batch stop reading what another worker will solve.
+    """
+
+    _pending: _ReadAhead | None = None
+    _last: tuple[Any, int] | None = None  # (file key, end of the last range asked for)
+    _pool: Any = None
+
+    def __init__(self, key: tuple[Any, ...], future: Any) -> None:
+        self.key, self.future = key, future
+
+    @staticmethod
+    def file_key(p: Path) -> tuple[Any, ...]:
+        st = p.stat()
+        return (str(p.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    @classmethod
+    def take(cls, fkey: tuple[Any, ...], lo: int, count: int) -> Any | None:
+        """The device array of matrices ``[lo, lo + count)`` if they were read ahead (waits
+        for the read to end), else None; a read ahead of another range is dropped."""
+        pending, cls._pending = cls._pending, None
+        if pending is None:
+            return None
+        try:
+            data = pending.future.result()  # None where the read failed: read again
+        except Exception:
+            data = None
+        return data if pending.key == (fkey, lo, count) else None
+
+    @classmethod
+    def after(cls, arr: np.ndarray, fkey: tuple[Any, ...], lo: int, count: int) -> None:
+        """Matrices ``[lo, lo + count)`` were asked for: read the next ``count`` ahead, if
+        this call continued the last and the device has room (see the class)."""
+        last, cls._last = cls._last, (fkey, lo + count)
+        start = lo + count
+        ahead = min(count, int(arr.shape[0]) - start)
+        if ahead < 1 or (last is not None and last != (fkey, lo)):
+            return
+        device_id = _room_on_device(ahead * arr[0].nbytes)
+        if device_id is None:
+            return
+        if cls._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            cls._pool = ThreadPoolExecutor(1, thread_name_prefix="matchbench-read-ahead")
+
+        def read() -> Any | None:
+            with _on_device(device_id):
+                return _device_stack(arr, np.arange(start, start + ahead, dtype=np.int64),
+                                     outside_pool=True)
+
+        cls._pending = _ReadAhead((fkey, start, ahead), cls._pool.submit(read))
+
+
 def stack_stack(
     template: dict[str, Any], varying: dict[str, list[Any]], count: int, device: str | None = None
 ) -> InstanceStack | None:
@@ -788,7 +881,8 @@ def stack_stack(
     :class:`~matchbench.core.stack.InstanceStack` (``stack.matchbench_stack``): block ``k``
     is ``stack(path, seed=seeds[k])``'s matrix. ``device="gpu"``: read by threads into
     pinned buffers and uploaded in turn (:func:`_device_stack`), where there are at least
-    :data:`GPU_DRAW_BYTES` of them; else one gathered host copy. int32 costs need no check
+    :data:`GPU_DRAW_BYTES` of them, the next consecutive batch read meanwhile in the
+    background (:class:`_ReadAhead`); else one gathered host copy. int32 costs need no check
     of their values; other dtypes, rectangular matrices, folders and indices outside the
     stack give None (one by one, each matrix is checked, or named in its own error)."""
     seeds = _seed_column(template, varying, count)
@@ -809,7 +903,14 @@ def stack_stack(
     n = int(arr.shape[1])
     data = None
     if device == "gpu" and count * arr[0].nbytes >= GPU_DRAW_BYTES:
-        data = _device_stack(arr, idx)
+        lo = int(idx[0])
+        consecutive = bool(np.array_equal(idx, np.arange(lo, lo + count)))
+        fkey = _ReadAhead.file_key(p)
+        data = _ReadAhead.take(fkey, lo, count) if consecutive else _ReadAhead.take(fkey, -1, 0)
+        if data is None:
+            data = _device_stack(arr, idx)
+        if data is not None and consecutive:
+            _ReadAhead.after(arr, fkey, lo, count)
     if data is None:
         data = np.take(arr, idx, axis=0)
     pad = bool(template.get("pad", False))
