@@ -739,7 +739,8 @@ extern "C" __global__ void leiden_agg_emit_block(const long long* toff, const in
 // the label the host model's _hm_pieces gives the piece.
 // Races: a root's entry changes only by atomicCAS (root -> smaller root), so two hookings of
 // one root cannot both succeed; a non-root's entry is overwritten only with an ancestor of
-// it (path halving), so concurrent writes leave some ancestor. Reads bypass L1 (__ldcg): a
+// it (path halving), so concurrent writes leave some ancestor (which is why the final labels
+// are written by a read-only walk, leiden_pieces_flatten, after every hooking has ended). Reads bypass L1 (__ldcg): a
 // stale read still names an ancestor, and a stale "root" makes the CAS fail and return the
 // current parent, so every retry starts from a fresher value and the loops end.
 __device__ __forceinline__ int ld_root(int* lab, int v) {
@@ -780,9 +781,17 @@ extern "C" __global__ void leiden_pieces_link(long long n, const long long* ptr,
   }
 }
 
-// Pieces, step 2: every vertex labelled by its tree's root (no hooking is left to race with).
+// Pieces, step 2: every vertex labelled by its tree's root. No hooking is left to race
+// with, but path halving is: a thread halving through x could store x's old grandparent
+// over the root another thread has just written to x. So this walk only reads, and each
+// entry is written once, by its own vertex's thread, with its root; a concurrent reader of
+// that entry sees its old parent or the root, both ancestors.
 extern "C" __global__ void leiden_pieces_flatten(long long n, int* lab) {
-  MB_GRID_STRIDE(v, n) lab[v] = ld_root(lab, (int)v);
+  MB_GRID_STRIDE(v, n) {
+    int r = __ldcg(lab + v);
+    for (int up = __ldcg(lab + r); up != r; up = __ldcg(lab + r)) r = up;
+    lab[v] = r;
+  }
 }
 
 // ---- the answer's modularity --------------------------------------------------------------
