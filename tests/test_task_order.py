@@ -179,3 +179,32 @@ def test_size_hints_of_a_run_of_like_specs_are_each_specs_own(tmp_path, monkeypa
     # file's (its hint reads the index) and where the read values change; t-other is
     # t24's instance (one instance key), asked for once
     assert len(asked) == len(tasks) - 4 - 1 - 2 - 1
+
+
+def test_one_worker_runs_the_units_in_submission_order(tmp_path):
+    """Twelve batches of equal size on one worker run in the order they were submitted
+    (their seeds' order). Submitted within one of Dask's fifo_timeout windows they share a
+    priority unless the runner gives each its rank, and a worker holding several then ran
+    them last in, first out."""
+    import io
+
+    from matchbench.results.store import read_results
+    from matchbench.runner.execute import execute
+    from matchbench.runner.plan import build_plan
+
+    cfg = {
+        "algorithm": {"_target_": "matchbench.families.lap.refs.ScipyLSA"},
+        "dataset": {"name": "lap_order", "many": {"_target_": LAP, "n": 6}, "count": 24, "seed": 1},
+        "gpu": {"repetitions": 1, "warmup": 0},
+        "cluster": {"kind": "local_cpu", "n_workers": 1, "dashboard_address": ":0"},
+        "run": {"results_dir": str(tmp_path / "runs"), "task_timeout_s": 60, "isolate": True,
+                "verify": True, "batch": 2, "id": "order"},
+        "data_dir": str(tmp_path / "data"),
+    }
+    out = execute([build_plan(cfg)], stream=io.StringIO())
+    assert out["batches"] == 12
+    rows = read_results(out["dir"])
+    assert len(rows) == 24 and rows.verified.all()
+    by_batch = rows.groupby("batch_id").agg(start=("timestamp", "min"), seed=("dataset_seed", "min"))
+    ran = by_batch.sort_values("start").seed.tolist()
+    assert ran == sorted(ran), f"batches ran in the seed order {ran}"

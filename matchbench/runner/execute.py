@@ -573,8 +573,10 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
                 write(name, rows, ids if batched else None)
             units = [u for u in units if tasks[u[1][0]].device != "gpu"]
     progress = Progress(sum(len(ids) for _, ids, _ in units), stream)
-    # Dask runs tasks of equal priority in submission order, so this order is the
-    # schedule: see submission_order.
+    # The units' order is the schedule (see submission_order): each unit's priority is
+    # minus its rank. With none, Dask gives every submission of one fifo_timeout window
+    # (60 ms) the same priority, and a worker holding several ran them last in, first out
+    # (a 10-batch sweep ran batch 0, then 9, 8, ..., 1): smallest first where sizes differ.
     from matchbench.runner.batch import Packer
     from matchbench.runner.child import run_batch, run_task
 
@@ -585,7 +587,7 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
     futures: dict[Any, tuple[str, list[str], bool]] = {}
     packer = Packer(plans, tasks) if batch is not None else None
 
-    def submit(unit: tuple[str, list[str], bool], after: list[Any]) -> Any:
+    def submit(unit: tuple[str, list[str], bool], after: list[Any], rank: int = 0) -> Any:
         name, ids, batched = unit
         t = tasks[ids[0]]
         payload: Any
@@ -594,13 +596,13 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
             fn, key = run_batch, f"{t.algorithm}-batch-{name}"
         else:
             payload, fn, key = t, run_task, f"{t.algorithm}-{name}"
-        fut = client.submit(fn, payload, *after, pure=False, key=key,
+        fut = client.submit(fn, payload, *after, pure=False, key=key, priority=-rank,
                             resources=task_resources(t.device, n_cpu))
         futures[fut] = unit
         return fut
 
     for i, unit in enumerate(units):
-        submit(unit, warm.get(i, []))
+        submit(unit, warm.get(i, []), i)
     queue = as_completed(list(futures))
     _collect(queue, futures, tasks, progress, write, client, submit)
     return len(units) if batch is not None else 0

@@ -328,15 +328,25 @@ def test_a_sweep_over_a_stack_file_reads_each_next_batch_ahead(monkeypatch, stac
     assert L._ReadAhead._pending is None
 
 
-def test_a_read_ahead_is_used_only_for_the_range_it_holds(monkeypatch, stack_file):
-    """Another range than the one read ahead is read in the call (the read ahead dropped);
-    a worker given every other batch stops reading ahead after its first miss; a gathered
-    range reads nothing ahead."""
+def test_a_read_ahead_follows_a_repeated_stride(monkeypatch, stack_file):
+    """Another range than the one read ahead is read in the call (the read dropped); a
+    worker given every second batch reads ahead once its stride repeats, and so does one
+    given the batches from the last down; a gathered range reads nothing ahead."""
     dev = _FakeDevice(monkeypatch)
-    assert _ask(stack_file, 0, 4) == (0, 4, False)  # reads [4, 8) ahead
-    assert _ask(stack_file, 8, 4) == (8, 12, False)  # not [4, 8): read in the call
-    assert _ask(stack_file, 16, 4) == (16, 20, False)
-    assert dev.reads == [(0, 4, False), (4, 8, True), (8, 12, False), (16, 20, False)]
+    assert _ask(stack_file, 0, 3) == (0, 3, False)  # reads [3, 6) ahead
+    assert _ask(stack_file, 6, 3) == (6, 9, False)  # not [3, 6): read in the call; stride 6
+    assert _ask(stack_file, 12, 3) == (12, 15, False)  # stride 6 again: reads [18, 21) ahead
+    assert _ask(stack_file, 18, 3) == (18, 21, True)
+    assert dev.reads == [(0, 3, False), (3, 6, True), (6, 9, False), (12, 15, False),
+                         (18, 21, True)]  # nothing from 24 on: the file has 23
+    monkeypatch.setattr(L._ReadAhead, "_last", None)
+    dev.reads.clear()
+    tags = [_ask(stack_file, lo, 4) for lo in (0, 16, 12, 8, 4)]
+    assert tags == [(0, 4, False), (16, 20, False), (12, 16, False), (8, 12, False), (4, 8, True)]
+    L._ReadAhead._pending.future.result()  # the read of [0, 4) ahead has been logged
+    assert dev.reads == [(0, 4, False), (4, 8, True), (16, 20, False), (12, 16, False),
+                         (8, 12, False), (4, 8, True), (0, 4, True)]
+    L._ReadAhead.take(None, -1, 0)  # drop the read of [0, 4)
     stack = L.stack_stack({"path": str(stack_file)}, {"seed": [3, 1, 2]}, 3, device="gpu")
     assert stack.data.tag == (3, 3, False)  # the fake logs a gather by its ends
     assert L._ReadAhead._pending is None

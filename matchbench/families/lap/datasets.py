@@ -814,18 +814,19 @@ class _ReadAhead:
     """The next batch of a stack file, read onto the device by a thread of its own while
     the task process solves and certifies the batch before it.
 
-    A sweep over one file asks the stack hook for consecutive ranges of it, batch after
-    batch, in one task process (the GPU worker's). After a consecutive range is read, the
-    same number of matrices after it is read in the background; the next call takes them
-    if it asks for exactly that range of the same, unchanged file (else they are dropped).
-    The read costs device memory of one batch outside CuPy's pool, and only where that is
-    at most :data:`READ_AHEAD_FREE_SHARE` of the free memory. It starts only after a call
-    that continued the one before it (or the process's first), so workers that receive
-    every other batch stop reading what another worker will solve.
+    A sweep over one file asks the stack hook for ranges of it, batch after batch, in one
+    task process (the GPU worker's): consecutive ranges with one worker, every second one
+    with two that alternate. After a consecutive range is read, the range one stride on is
+    read in the background, where the stride is that from the last call's start to this
+    one's and the last call had it too (a process's first call on a file assumes the
+    batches follow each other). The next call takes the read if it asks for exactly that
+    range of the same, unchanged file (else the read is dropped). The read costs device
+    memory of one batch, outside CuPy's pool, and only where that is at most
+    :data:`READ_AHEAD_FREE_SHARE` of the free memory.
     """
 
     _pending: _ReadAhead | None = None
-    _last: tuple[Any, int] | None = None  # (file key, end of the last range asked for)
+    _last: tuple[Any, int, int] | None = None  # (file key, start, stride) of the last call
     _pool: Any = None
 
     def __init__(self, key: tuple[Any, ...], future: Any) -> None:
@@ -851,12 +852,18 @@ class _ReadAhead:
 
     @classmethod
     def after(cls, arr: np.ndarray, fkey: tuple[Any, ...], lo: int, count: int) -> None:
-        """Matrices ``[lo, lo + count)`` were asked for: read the next ``count`` ahead, if
-        this call continued the last and the device has room (see the class)."""
-        last, cls._last = cls._last, (fkey, lo + count)
-        start = lo + count
+        """Matrices ``[lo, lo + count)`` were asked for: read the range one stride on
+        ahead, where the stride repeats and the device has room (see the class)."""
+        last = cls._last
+        if last is None or last[0] != fkey:
+            stride, repeated = count, True
+        else:
+            stride = lo - last[1]
+            repeated = stride == last[2]
+        cls._last = (fkey, lo, stride)
+        start = lo + stride
         ahead = min(count, int(arr.shape[0]) - start)
-        if ahead < 1 or (last is not None and last != (fkey, lo)):
+        if not repeated or stride == 0 or start < 0 or ahead < 1:
             return
         device_id = _room_on_device(ahead * arr[0].nbytes)
         if device_id is None:
@@ -881,7 +888,7 @@ def stack_stack(
     :class:`~matchbench.core.stack.InstanceStack` (``stack.matchbench_stack``): block ``k``
     is ``stack(path, seed=seeds[k])``'s matrix. ``device="gpu"``: read by threads into
     pinned buffers and uploaded in turn (:func:`_device_stack`), where there are at least
-    :data:`GPU_DRAW_BYTES` of them, the next consecutive batch read meanwhile in the
+    :data:`GPU_DRAW_BYTES` of them, the batch expected next read meanwhile in the
     background (:class:`_ReadAhead`); else one gathered host copy. int32 costs need no check
     of their values; other dtypes, rectangular matrices, folders and indices outside the
     stack give None (one by one, each matrix is checked, or named in its own error)."""
