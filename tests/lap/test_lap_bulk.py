@@ -276,7 +276,7 @@ class _FakeDevice:
         self.reads: list[tuple[int, int, bool]] = []
         self.fail = set(fail)
 
-        def device_stack(arr, idx, outside_pool=False):
+        def device_stack(arr, idx, outside_pool=False, threads=None):
             lo, hi = int(idx[0]), int(idx[-1]) + 1
             self.reads.append((lo, hi, outside_pool))
             if (lo, hi, outside_pool) in self.fail:

@@ -713,7 +713,8 @@ def read_threads() -> int:
     return max(1, min(STACK_READ_THREADS_MAX, cpus))
 
 
-def _device_stack(arr: np.ndarray, idx: np.ndarray, outside_pool: bool = False) -> Any | None:
+def _device_stack(arr: np.ndarray, idx: np.ndarray, outside_pool: bool = False,
+                  threads: int | None = None) -> Any | None:
     """Matrices ``idx`` of a mapped stack as one device array, None where the GPU fails.
 
     The file is copied in chunks of :data:`STACK_UPLOAD_CHUNK_BYTES` into
@@ -724,6 +725,7 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray, outside_pool: bool = False) 
     block back only if ``costs`` is read). ``outside_pool``: the device array is allocated
     by ``cudaMalloc`` itself, not from CuPy's pool, so a read ahead (:class:`_ReadAhead`)
     neither counts in the pool's peak of the batch being solved nor keeps pool blocks.
+    ``threads``: the readers (default :func:`read_threads`).
     """
     try:
         from collections import deque
@@ -747,7 +749,7 @@ def _device_stack(arr: np.ndarray, idx: np.ndarray, outside_pool: bool = False) 
         uploaded: list[Any] = [None] * nbuf
         lo = int(idx[0])
         consecutive = np.array_equal(idx, np.arange(lo, lo + n_mat))
-        threads = read_threads()
+        threads = threads or read_threads()
 
         def part(buf: np.ndarray, at: int, a: int, b: int) -> None:
             if consecutive:
@@ -789,6 +791,10 @@ stack.matchbench_bulk = stack_bulk  # type: ignore[attr-defined]
 
 #: A read ahead may take at most this share of the device's free memory.
 READ_AHEAD_FREE_SHARE = 0.25
+#: CPUs a read ahead leaves to the task process's own work (the solve's launches, the
+#: certificate, the rows), which runs meanwhile: the read takes the rest of
+#: :func:`read_threads`, at least one.
+READ_AHEAD_SPARE_CPUS = 4
 
 
 def _room_on_device(nbytes: int) -> int | None:
@@ -876,7 +882,8 @@ class _ReadAhead:
         def read() -> Any | None:
             with _on_device(device_id):
                 return _device_stack(arr, np.arange(start, start + ahead, dtype=np.int64),
-                                     outside_pool=True)
+                                     outside_pool=True,
+                                     threads=max(1, read_threads() - READ_AHEAD_SPARE_CPUS))
 
         cls._pending = _ReadAhead((fkey, start, ahead), cls._pool.submit(read))
 
