@@ -739,10 +739,11 @@ extern "C" __global__ void leiden_agg_emit_block(const long long* toff, const in
 // the label the host model's _hm_pieces gives the piece.
 // Races: a root's entry changes only by atomicCAS (root -> smaller root), so two hookings of
 // one root cannot both succeed; a non-root's entry is overwritten only with an ancestor of
-// it (path halving), so concurrent writes leave some ancestor (which is why the final labels
-// are written by a read-only walk, leiden_pieces_flatten, after every hooking has ended). Reads bypass L1 (__ldcg): a
-// stale read still names an ancestor, and a stale "root" makes the CAS fail and return the
-// current parent, so every retry starts from a fresher value and the loops end.
+// it (path halving), so concurrent writes leave some ancestor, not necessarily the newest
+// (which is why the final labels are written by a read-only walk, leiden_pieces_flatten,
+// after every hooking has ended). Reads bypass L1 (__ldcg): a stale read still names an
+// ancestor, and a stale "root" makes the CAS fail and return the current parent, so every
+// retry starts from a fresher value and the loops end.
 __device__ __forceinline__ int ld_root(int* lab, int v) {
   int p = __ldcg(lab + v);
   while (p != v) {

@@ -577,6 +577,8 @@ def _sweep(client, cluster_cfg, tasks, plans, run_id, write, stream, batch=None)
     # minus its rank. With none, Dask gives every submission of one fifo_timeout window
     # (60 ms) the same priority, and a worker holding several ran them last in, first out
     # (a 10-batch sweep ran batch 0, then 9, 8, ..., 1): smallest first where sizes differ.
+    # A unit submitted again later (a dead worker's batch, one task per instance) has
+    # rank 0: it runs before the units still waiting.
     from matchbench.runner.batch import Packer
     from matchbench.runner.child import run_batch, run_task
 

@@ -920,6 +920,7 @@ def stack_stack(
         lo = int(idx[0])
         consecutive = bool(np.array_equal(idx, np.arange(lo, lo + count)))
         fkey = _ReadAhead.file_key(p)
+        # a gathered range is never read ahead: take() then only drops a pending read
         data = _ReadAhead.take(fkey, lo, count) if consecutive else _ReadAhead.take(fkey, -1, 0)
         if data is None:
             data = _device_stack(arr, idx)
