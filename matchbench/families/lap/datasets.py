@@ -803,8 +803,9 @@ def _room_on_device(nbytes: int) -> int | None:
     try:
         import cupy as cp
 
-        free, _total = cp.cuda.runtime.memGetInfo()
-        return int(cp.cuda.Device().id) if nbytes <= READ_AHEAD_FREE_SHARE * free else None
+        from matchbench.gpu.common import free_device_memory
+
+        return int(cp.cuda.Device().id) if nbytes <= READ_AHEAD_FREE_SHARE * free_device_memory() else None
     except Exception:
         return None
 
