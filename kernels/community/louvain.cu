@@ -93,6 +93,9 @@
 //               of the moved vertices (a warp per moved vertex, writes of 1 only), so no
 //               kernel reads a flag another thread of it may write.
 //   pickless    lower_only: a move to a higher community id is dropped (nu-Louvain's guard).
+//   vertex_tables
+//               bucket 7's global tables one per vertex (louvain_move_b7v) instead of one per
+//               block, reused by the block's vertices in turn (louvain_move_b7).
 //   aggregate="flat"
 //               louvain_merge_flat hashes the entries of every community of aggregation
 //               bucket 3 into its own global table, a CSR entry per thread (lv_hash_add's race
@@ -570,7 +573,8 @@ __device__ __forceinline__ void lv_move_block(
     const int* __restrict__ size, const double* __restrict__ k, double m,
     int* __restrict__ newc, unsigned char* __restrict__ flag, int prune, int lower_only,
     int* gkeys, double* gvals, const long long* __restrict__ tsize,
-    int* skeys = nullptr, double* svals = nullptr) {
+    int* skeys = nullptr, double* svals = nullptr,
+    const long long* __restrict__ toff = nullptr) {
   for (long long idx = blockIdx.x; idx < count; idx += gridDim.x) {
     const int v = order[start + idx];
     const int ci = C[v];
@@ -586,8 +590,10 @@ __device__ __forceinline__ void lv_move_block(
     // larger one in the block's global region; the same table either way (beyond the paper:
     // Sec. 4.1 keeps every bucket-7 table in global memory)
     const bool inglobal = GLOBAL && (skeys == nullptr || P > (unsigned long long)LV_TS7S);
-    int* keys = GLOBAL && !inglobal ? skeys : gkeys;
-    double* vals = GLOBAL && !inglobal ? svals : gvals;
+    // option vertex_tables: the vertex's own region (toff[idx]), else the block's
+    const long long off = toff != nullptr ? toff[idx] : 0;
+    int* keys = GLOBAL && !inglobal ? skeys : gkeys + off;
+    double* vals = GLOBAL && !inglobal ? svals : gvals + off;
     for (unsigned long long s = threadIdx.x; s < P; s += LV_BLOCK) {
       keys[s] = LV_EMPTY;
       vals[s] = 0.0;
@@ -667,6 +673,21 @@ extern "C" __global__ void __launch_bounds__(LV_BLOCK)
   lv_move_block<true>(LV_MOVE_PASS, gkeys + (long long)blockIdx.x * cap,
                       gvals + (long long)blockIdx.x * cap, tsize, smem7 ? s_keys : nullptr,
                       smem7 ? s_vals : nullptr);
+}
+
+// Option vertex_tables (beyond the paper): the same move with every vertex's global table in
+// a region of its own, toff[t] slots into keys/vals (louvain_buckets.vertex_slices), so that
+// a launch has a block per vertex instead of the few blocks whose tables of the level's
+// largest size fit the budget (louvain_move_b7: on Kronecker 2^20, about 110 blocks of 128
+// threads for 20,000 hubs). One vertex's table is written by its block only, as above.
+extern "C" __global__ void __launch_bounds__(LV_BLOCK)
+    louvain_move_b7v(LV_MOVE_ARGS, int* gkeys, double* gvals,
+                     const long long* __restrict__ toff, const long long* __restrict__ tsize,
+                     int smem7) {
+  __shared__ int s_keys[LV_TS7S];
+  __shared__ double s_vals[LV_TS7S];
+  lv_move_block<true>(LV_MOVE_PASS, gkeys, gvals, tsize, smem7 ? s_keys : nullptr,
+                      smem7 ? s_vals : nullptr, toff);
 }
 
 // ---- Alg. 1 lines 8-11: commit -------------------------------------------------------------

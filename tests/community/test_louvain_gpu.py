@@ -338,6 +338,8 @@ VARIANTS = {
     "rounds_hashed": {"rounds": 4, "hashed_rounds": 8, "hub_chunks": 3},
     "hashed_prune": {"hashed_rounds": 5, "prune": True},
     "smem_hubs": {"smem_hubs": True, "hub_chunks": 3},
+    "vertex_tables": {"vertex_tables": True, "hub_chunks": 3},
+    "vertex_tables_smem": {"vertex_tables": True, "smem_hubs": True},
     "fast": FAST,
 }
 #: The variants whose relaxed-commit path differs from the paper's (the rest only reorder
@@ -425,6 +427,41 @@ def test_hubs_hash_in_shared_or_global_memory_alike():
             _same_as_model(part, c, glob, gc)
             _same_as_model(part, c, ref, rc)
             _check_answer(g, part, c)
+
+
+def test_vertex_tables_give_the_block_tables_moves():
+    """vertex_tables: a global table per bucket-7 vertex, a block each; the same moves as the
+    blocks' shared regions and the model's, with the real budget (one launch per step) and a
+    budget of one slot (a launch per vertex with a global table), with and without
+    smem_hubs (a star of 3,000 leaves, Kronecker 2^16)."""
+    stars = _star(3000, extra_cliques=5)
+    kron = D.community_kron(16, seed=2)
+    for g in (stars, kron):
+        for kw in ({}, {**FAST}):
+            for smem in (False, True):
+                base = {**kw, "smem_hubs": smem}
+                part, c, _ = louvain_gpu(g, **{**base, "vertex_tables": True})
+                blocks, bc, _ = louvain_gpu(g, **{**base, "vertex_tables": False})
+                ref, rc, _ = louvain_gpu_model(g, **{**base, "vertex_tables": True})
+                _same_as_model(part, c, blocks, bc)
+                _same_as_model(part, c, ref, rc)
+                _check_answer(g, part, c)
+
+
+def test_vertex_tables_in_one_slot_launches(graphs, monkeypatch):
+    monkeypatch.setattr(LB, "table_budget", lambda nnz: LB.SLOT_BYTES)
+    kron = D.community_kron(14, seed=3)
+    many = []
+    for g in [kron] + [g for _, g, _ in graphs if g.name in ("every_bucket", "dense", "star700")]:
+        for commit in MODES:
+            part, c, _ = louvain_gpu(g, commit=commit, vertex_tables=True, hub_chunks=2)
+            ref, rc, _ = louvain_gpu_model(g, commit=commit, vertex_tables=True, hub_chunks=2)
+            _same_as_model(part, c, ref, rc)
+            _check_answer(g, part, c)
+            many.append(c["kernel_launches"])
+    # more launches than with the real budget (a launch per hub)
+    _, c, _ = louvain_gpu(kron, vertex_tables=True, hub_chunks=2)
+    assert many[0] > c["kernel_launches"]
 
 
 def test_hashed_ranges_match_the_model_at_their_real_size():

@@ -44,6 +44,7 @@ from matchbench.families.community.louvain_buckets import (
     move_bucket,
     move_keys,
     table_size,
+    vertex_slices,
 )
 from matchbench.families.community.louvain_gpu import LouvainGPU, LouvainGPUFast
 from matchbench.families.community.louvain_model import louvain_gpu_model
@@ -157,6 +158,38 @@ def test_global_blocks():
     # tables that do not fit the budget together: fewer blocks, never none
     assert global_blocks(10**6, 10**8, 10**6, 132) == 1
     assert global_blocks(1000, 10**6, 10**6, 132) == (64 << 20) // (12 * 10**6)
+
+
+def test_vertex_slices_cover_each_step_within_the_budget():
+    rng = np.random.default_rng(3)
+    ts = np.array([table_size(int(d)) for d in rng.integers(320, 40000, 60)])
+    steps = [(1, 0, 9, 0), (7, 9, 25, 0), (6, 34, 3, 25), (7, 37, 35, 25)]
+    assert LB.SMEM_HUB_SLOTS == _define("LV_TS7S")
+    for smem in (False, True):
+        need = np.where(ts > LB.SMEM_HUB_SLOTS, ts, 0) if smem else ts
+        for budget in (1, 50_000, 300_000, 10**9):
+            slices, toff, slots = vertex_slices(steps, ts, smem, budget)
+            assert [s == [] for s in slices] == [True, False, True, False]
+            for (b, _start, count, at), own in zip(steps, slices, strict=True):
+                if b != 7:
+                    continue
+                # consecutive launches covering the step
+                assert [o for o, _ in own] == list(np.cumsum([0] + [c for _, c in own[:-1]]))
+                assert sum(c for _, c in own) == count
+                for off, cnt in own:
+                    nd = need[at + off:at + off + cnt]
+                    # each vertex's own slots, packed from the launch's first
+                    assert (toff[at + off:at + off + cnt] == np.cumsum(nd) - nd).all()
+                    assert nd.sum() <= max(budget, nd.max()) and nd.sum() <= slots
+                    assert cnt == 1 or nd.sum() <= budget  # only a lone table passes it
+            launches = [need[at + o:at + o + c].sum() for (b, _s, _c, at), own in
+                        zip(steps, slices, strict=True) for o, c in own]
+            assert slots == max(1, *launches)
+            if budget >= need.sum():
+                assert len(launches) == 2  # one launch per bucket-7 step
+    # tables in shared memory need no global slots: one launch, whatever the budget
+    slices, toff, slots = vertex_slices([(7, 0, 2, 0)], [100, 200], True, 1)
+    assert slices == [[(0, 2)]] and toff.tolist() == [0, 0] and slots == 1
 
 
 def test_threshold_sweep_is_the_papers_grid():

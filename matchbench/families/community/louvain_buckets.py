@@ -36,6 +36,9 @@ MERGE_SLOTS = (191, 719)
 GLOBAL_TABLE_BYTES = 64 << 20
 #: Bytes per hash table slot: an int32 key and a float64 weight.
 SLOT_BYTES = 12
+#: Bucket 7's tables of at most this many slots hash in shared memory with ``smem_hubs``
+#: (LV_TS7S: 12 bytes a slot, 42,000 bytes).
+SMEM_HUB_SLOTS = 3500
 #: Sort keys: the bucket above this bit (``kernels/community/louvain.cu``, LV_KEY_SHIFT).
 KEY_SHIFT = 40
 _KEY_LOW = (1 << KEY_SHIFT) - 1
@@ -246,6 +249,71 @@ def merge_keys(com_degree: Any, com_size: Any) -> np.ndarray:
     return _keys(merge_bucket(d, com_size), d, 3)
 
 
+def table_budget(nnz: int) -> int:
+    """Bytes the global hash tables of one launch may take: ``max(GLOBAL_TABLE_BYTES, 4 *
+    nnz)`` (a third of the CSR's own 12 bytes per entry)."""
+    return max(GLOBAL_TABLE_BYTES, 4 * int(nnz))
+
+
+def vertex_slices(
+    steps: Any, tsize: Any, smem_hubs: bool, budget_slots: int
+) -> tuple[list[list[tuple[int, int]]], np.ndarray, int]:
+    """Option ``vertex_tables``: each bucket-7 vertex its own global table, in launches whose
+    tables fit ``budget_slots``.
+
+    Parameters
+    ----------
+    steps : list of (bucket, start, count, at)
+        The driver's steps; ``at`` is a bucket-7 step's first position in ``tsize``.
+    tsize : array of int
+        The table size of every bucket-7 vertex, in step order (``louvain_table_sizes``).
+    smem_hubs : bool
+        Tables of at most :data:`SMEM_HUB_SLOTS` slots are in shared memory: no global slots.
+    budget_slots : int
+        Global slots one launch may use; a table larger than that is a launch of its own.
+
+    Returns
+    -------
+    slices : list of list of (offset, count)
+        Per step (empty for buckets 1-6), its launches: vertices ``offset`` to ``offset +
+        count - 1`` of the step, consecutive, covering it. Launches of one step move on the
+        same configuration (the commit follows the last), so they make the step's moves.
+    toff : int64 array, like ``tsize``
+        Each vertex's first slot in the global region, counted from its launch's first.
+    slots : int
+        The region's size: the largest launch's slots (at least 1).
+
+    >>> steps = [(1, 0, 5, 0), (7, 5, 4, 0)]
+    >>> vertex_slices(steps, [9000, 5000, 4000, 100], True, 10**6)
+    ([[], [(0, 4)]], array([    0,  9000, 14000, 18000]), 18000)
+    >>> vertex_slices(steps, [9000, 5000, 4000, 100], True, 10000)
+    ([[], [(0, 1), (1, 3)]], array([   0,    0, 5000, 9000]), 9000)
+    """
+    ts = np.asarray(tsize, dtype=np.int64)
+    need = ts if not smem_hubs else np.where(ts > SMEM_HUB_SLOTS, ts, 0)
+    toff = np.zeros(ts.shape[0], dtype=np.int64)
+    budget = max(1, int(budget_slots))
+    slices: list[list[tuple[int, int]]] = []
+    slots = 1
+    for b, _start, count, at in steps:
+        if b != 7:
+            slices.append([])
+            continue
+        own: list[tuple[int, int]] = []
+        ends = np.cumsum(need[at:at + count])  # slots up to and including each vertex
+        first = 0
+        while first < count:
+            base = int(ends[first - 1]) if first else 0
+            # the longest run from `first` whose tables fit (at least one vertex)
+            stop = max(first + 1, int(np.searchsorted(ends, base + budget, side="right")))
+            toff[at + first:at + stop] = ends[first:stop] - need[at + first:at + stop] - base
+            slots = max(slots, int(ends[stop - 1]) - base)
+            own.append((first, stop - first))
+            first = stop
+        slices.append(own)
+    return slices, toff, slots
+
+
 def global_blocks(count: int, slots: int, nnz: int, sms: int) -> int:
     """Blocks (each with a global table of ``slots`` slots) for ``count`` large items.
 
@@ -254,6 +322,5 @@ def global_blocks(count: int, slots: int, nnz: int, sms: int) -> int:
     to assign multiple vertices to each thread block since the size of the global memory is
     fixed").
     """
-    budget = max(GLOBAL_TABLE_BYTES, 4 * int(nnz))
-    fit = budget // max(1, SLOT_BYTES * int(slots))
+    fit = table_budget(nnz) // max(1, SLOT_BYTES * int(slots))
     return int(max(1, min(int(count), 4 * max(1, int(sms)), fit)))

@@ -202,10 +202,8 @@ class _DeviceLevels:
             self.steps.append((b, start, count, hubs))
             hubs += count if b == 7 else 0
         self.bucket_counts = [int(x) for x in counts.sum(axis=0)[1:]]
-        self.g7 = None
+        self.g7 = self.v7 = None
         if hubs:
-            cap = table_size(int(s[8]))
-            blocks = global_blocks(hubs, cap, nnz, self.sms)
             tsize = cp.empty(hubs, dtype=cp.int64)
             for b, start, count, at in self.steps:
                 if b == 7:
@@ -215,13 +213,29 @@ class _DeviceLevels:
                         (self.order, np.int64(start), np.int64(count), self.ptr, self.ptr,
                          np.int32(0), np.int64(0), tsize[at:]),
                     )
-            self.g7 = (
-                cp.empty(blocks * cap, dtype=cp.int32),
-                cp.empty(blocks * cap, dtype=cp.float64),
-                np.int64(cap),
-                tsize,
-                blocks,
-            )
+            if self.opts.vertex_tables:  # a table per vertex, launches within the budget
+                slices, toff, slots = LB.vertex_slices(
+                    self.steps, self._get(tsize), self.opts.smem_hubs,
+                    LB.table_budget(nnz) // LB.SLOT_BYTES,
+                )
+                self.v7 = (
+                    cp.empty(slots, dtype=cp.int32),
+                    cp.empty(slots, dtype=cp.float64),
+                    cp.asarray(toff),
+                    tsize,
+                    slices,
+                )
+                self._ops(3)
+            else:
+                cap = table_size(int(s[8]))
+                blocks = global_blocks(hubs, cap, nnz, self.sms)
+                self.g7 = (
+                    cp.empty(blocks * cap, dtype=cp.int32),
+                    cp.empty(blocks * cap, dtype=cp.float64),
+                    np.int64(cap),
+                    tsize,
+                    blocks,
+                )
         self.stats = cp.zeros(4, dtype=cp.uint64)
         self._ops()
         two_m, k2, loop2 = float(f[9]), float(f[10]), float(f[11])
@@ -240,21 +254,32 @@ class _DeviceLevels:
             self._copy(self.prev, self.C)
         prune = np.int32(self.opts.prune)
         marks = (self.ptr, self.ind, self.flag, prune)
-        for b, start, count, at in self.steps:
+        smem7 = np.int32(self.opts.smem_hubs)
+        for i, (b, start, count, at) in enumerate(self.steps):
             args: tuple[Any, ...] = (
                 self.order, np.int64(start), np.int64(count), self.ptr, self.ind, self.w,
                 self.C, self.a, self.size, self.k, np.float64(self.m), self.newc, self.flag,
                 prune, np.int32(lower_only),
             )
-            if b <= 5:
-                grid = -(-count // (BLOCK // MOVE_THREADS[b - 1]))
-            elif b == 6:
-                grid = min(count, _INT32_MAX)
+            # Alg. 1 lines 5-7
+            if b == 7 and self.v7 is not None:  # one launch per slice, then one commit
+                gkeys, gvals, toff, tsize, slices = self.v7
+                for off, cnt in slices[i]:
+                    self._launch(
+                        "louvain_move_b7v", min(cnt, _INT32_MAX),
+                        args[:1] + (np.int64(start + off), np.int64(cnt)) + args[3:]
+                        + (gkeys, gvals, toff[at + off:], tsize[at + off:], smem7),
+                    )
             else:
-                gkeys, gvals, cap, tsize, blocks = self.g7
-                grid = min(blocks, count)
-                args += (gkeys, gvals, cap, tsize[at:], np.int32(self.opts.smem_hubs))
-            self._launch(f"louvain_move_b{b}", grid, args)  # Alg. 1 lines 5-7
+                if b <= 5:
+                    grid = -(-count // (BLOCK // MOVE_THREADS[b - 1]))
+                elif b == 6:
+                    grid = min(count, _INT32_MAX)
+                else:
+                    gkeys, gvals, cap, tsize, blocks = self.g7
+                    grid = min(blocks, count)
+                    args += (gkeys, gvals, cap, tsize[at:], smem7)
+                self._launch(f"louvain_move_b{b}", grid, args)
             if not self.relaxed:  # lines 8-11
                 self._launch(
                     "louvain_commit",
@@ -301,7 +326,7 @@ class _DeviceLevels:
         cp, n = self.cp, self.n
         # the optimization's arrays go before the aggregation's (only C is read from here on)
         self.k = self.newc = self.a = self.size = self.order = self.flag = None
-        self.prev = self.a2 = self.size2 = self.g7 = None
+        self.prev = self.a2 = self.size2 = self.g7 = self.v7 = None
         self.com_size = cp.zeros(n, dtype=cp.int32)
         self.com_degree = cp.zeros(n, dtype=cp.int64)
         self._ops(2)
@@ -472,7 +497,7 @@ def _module_kernels() -> dict[str, Any]:
         "louvain_tally", "louvain_quality", "louvain_com_sizes", "louvain_com_keys",
         "louvain_relabel", "louvain_merge_warp", "louvain_merge_block",
         "louvain_merge_global", "louvain_merge_flat", "louvain_merge_emit", "louvain_compact",
-    ] + [f"louvain_move_b{b}" for b in range(1, 8)]
+    ] + [f"louvain_move_b{b}" for b in range(1, 8)] + ["louvain_move_b7v"]
     return {name: module.get_function(name) for name in names}
 
 
@@ -551,7 +576,8 @@ def louvain_gpu(
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`: ``rounds``,
         ``hub_chunks``, ``prune``, ``pickless``, ``t_drop``, ``aggregation_tolerance``,
-        ``aggregate``, ``hashed_rounds``, ``smem_hubs``); none by default, the paper's method.
+        ``aggregate``, ``hashed_rounds``, ``smem_hubs``, ``vertex_tables``); none by default,
+        the paper's method.
 
     Returns
     -------
@@ -637,10 +663,10 @@ class LouvainGPU(DeviceCommunitySolver):
         its relaxed variant (Sec. 5).
     max_iterations : int
         Iterations per stage at most.
-    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs
+    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs, vertex_tables
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`); their defaults
-        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false) are the paper's method, which
+        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false, false) are the paper's method, which
         ``conf/algorithm/louvain_gpu.yaml`` runs; :class:`LouvainGPUFast` is the recommended
         combination. Only the options that differ from the paper's are variant parameters
         (``params``, the ``variant`` column), so the paper's variant string is unchanged.
@@ -677,12 +703,13 @@ class LouvainGPU(DeviceCommunitySolver):
         aggregate: str = "hash",
         hashed_rounds: int = 0,
         smem_hubs: bool = False,
+        vertex_tables: bool = False,
     ) -> None:
         opts = check_params(
             t_bin, t_final, bin_limit, commit, max_iterations, rounds=rounds,
             hub_chunks=hub_chunks, prune=prune, pickless=pickless, t_drop=t_drop,
             aggregation_tolerance=aggregation_tolerance, aggregate=aggregate,
-            hashed_rounds=hashed_rounds, smem_hubs=smem_hubs,
+            hashed_rounds=hashed_rounds, smem_hubs=smem_hubs, vertex_tables=vertex_tables,
         )
         super().__init__(
             t_bin=float(t_bin),

@@ -98,6 +98,13 @@ class Options:
         up to about 2,330, hash in shared memory instead of their block's global-memory
         region (paper III keeps every bucket-7 table in global memory). The same table, so
         the same moves: the host model has nothing to model.
+    vertex_tables : bool
+        Each bucket-7 vertex hashes into a global-memory table of its own, a block per
+        vertex, in launches whose tables fit the budget
+        (:func:`~matchbench.families.community.louvain_buckets.vertex_slices`), instead of
+        the paper's few blocks that each reuse one region sized for the level's largest
+        table (:func:`~matchbench.families.community.louvain_buckets.global_blocks`: about
+        110 blocks on Kronecker 2^20). The same tables and configuration, so the same moves.
     """
 
     rounds: int = 1
@@ -109,6 +116,7 @@ class Options:
     aggregate: str = "hash"
     hashed_rounds: int = 0
     smem_hubs: bool = False
+    vertex_tables: bool = False
 
     @classmethod
     def checked(cls, **kw: Any) -> Options:
@@ -132,9 +140,10 @@ class Options:
         choice("louvain_gpu: aggregate", o.aggregate, AGGREGATE_MODES)
         non_negative_int("louvain_gpu: hashed_rounds", o.hashed_rounds, ROUNDS_MAX)
         boolean("louvain_gpu: smem_hubs", o.smem_hubs)
+        boolean("louvain_gpu: vertex_tables", o.vertex_tables)
         return cls(int(o.rounds), int(o.hub_chunks), bool(o.prune), int(o.pickless),
                    float(o.t_drop), float(tol), o.aggregate, int(o.hashed_rounds),
-                   bool(o.smem_hubs))
+                   bool(o.smem_hubs), bool(o.vertex_tables))
 
     def changed(self) -> dict[str, Any]:
         """The options whose values differ from the paper's (the defaults)."""
