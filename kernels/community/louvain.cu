@@ -38,7 +38,8 @@
 //                        bucket 3): the smallest prime above 1.5 deg (Sec. 4).
 //   louvain_move_b1..b7  Alg. 2 for the vertices of one degree bucket (Alg. 1 lines 5-7):
 //                        b1-b4 2^(k+1) threads per vertex, b5 a warp, b6 a block (hash tables in
-//                        shared memory), b7 a block with its table in global memory (Sec. 4.1).
+//                        shared memory), b7 a block with its table in global memory (Sec. 4.1);
+//                        b7v the same with a table region per vertex (option vertex_tables).
 //   louvain_commit       Alg. 1 lines 8-11 after each bucket: C[i] = newComm[i], and a_c and the
 //                        community sizes updated by the moved vertices' k_i (atomics).
 //   louvain_tally        the relaxed variant's commit (Sec. 5): a_c and sizes of newc from zero.

@@ -728,7 +728,9 @@ class LouvainGPU(DeviceCommunitySolver):
         src (4 per entry), the next level's temporary and final edge lists (12 + 16 per
         entry), 192 bytes per vertex of per-level arrays, sorts and aggregation tables, and
         one set of global hash tables (:func:`global_blocks`'s budget, or one table of the
-        largest degree); the optimization's arrays are freed before the aggregation's. With
+        largest degree; ``vertex_tables`` keeps to the same bound,
+        :func:`~matchbench.families.community.louvain_buckets.vertex_slices`); the
+        optimization's arrays are freed before the aggregation's. With
         ``aggregate="flat"`` every large community has its table at once: at most about 1.6
         slots per CSR entry (20 bytes), plus 8 bytes per vertex."""
         n, nnz = int(instance.n), int(instance.ind.shape[0])
