@@ -431,9 +431,8 @@ def test_hubs_hash_in_shared_or_global_memory_alike():
 
 def test_vertex_tables_give_the_block_tables_moves():
     """vertex_tables: a global table per bucket-7 vertex, a block each; the same moves as the
-    blocks' shared regions and the model's, with the real budget (one launch per step) and a
-    budget of one slot (a launch per vertex with a global table), with and without
-    smem_hubs (a star of 3,000 leaves, Kronecker 2^16)."""
+    blocks' shared regions and the model's, at the real budget (one launch per step), with
+    and without smem_hubs (a star of 3,000 leaves, Kronecker 2^16)."""
     stars = _star(3000, extra_cliques=5)
     kron = D.community_kron(16, seed=2)
     for g in (stars, kron):
@@ -449,6 +448,8 @@ def test_vertex_tables_give_the_block_tables_moves():
 
 
 def test_vertex_tables_in_one_slot_launches(graphs, monkeypatch):
+    """A budget of one slot: each vertex with a global table is a launch of its own, and
+    the step's launches still make the model's moves."""
     kron = D.community_kron(14, seed=3)
     _, real, _ = louvain_gpu(kron, vertex_tables=True, hub_chunks=2)  # the real budget
     monkeypatch.setattr(LB, "table_budget", lambda nnz: LB.SLOT_BYTES)
