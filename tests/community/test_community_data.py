@@ -322,8 +322,16 @@ def test_generators_keep_the_mcm_edges_with_unit_weights(fn, mcm):
     assert isinstance(g, CommunityGraph) and g.name == ref.name and g.n == ref.n_rows
     assert 2 * g.n_edges == ref.n_edges and (g.weight == 1.0).all()
     assert (g.ptr == ref.row_ptr).all() and (g.ind == ref.row_ind).all()
+    # unit weights take the MCM graph's CSR as it is: the arrays (and dtypes) the edge list
+    # gives, as every other weighting is built
+    rows = np.repeat(np.arange(ref.n_rows), np.diff(ref.row_ptr))
+    up = rows < ref.row_ind
+    edges = CommunityGraph.from_edges(rows[up], ref.row_ind[up], np.ones(up.sum()), ref.n_rows)
+    for a, b in ((g.ptr, edges.ptr), (g.ind, edges.ind), (g.weight, edges.weight)):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
     u = fn(7, seed=2, weights="uniform")
     assert u.name.endswith("_uniform") and ((u.weight > 0) & (u.weight <= 1)).all()
+    assert np.array_equal(u.ptr, g.ptr) and np.array_equal(u.ind, g.ind)
 
 
 def test_geometric_weights_only_with_points():

@@ -25,6 +25,7 @@ from matchbench.families.wmatch.problem import (
     precedes,
 )
 from matchbench.families.wmatch.refs import Greedy
+from matchbench.graphs import weighted as W
 
 PROBLEM = WMatch()
 
@@ -273,6 +274,58 @@ def test_bad_instances_are_refused_naming_the_problem(kwargs, message):
             kwargs.pop("u"), kwargs.pop("v"), kwargs.pop("w"), 3, name="bad", **kwargs
         )
     assert "wmatch instance 'bad'" in str(info.value) and message in str(info.value)
+
+
+def _mutants(rng, n):
+    """A random symmetric CSR on ``n`` vertices, and copies of it with one defect of each
+    kind the constructor names (or none)."""
+    u = rng.integers(0, n, 4 * n)
+    v = rng.integers(0, n, 4 * n)
+    keep = u != v
+    key = np.unique(np.minimum(u, v)[keep] * n + np.maximum(u, v)[keep])
+    w = rng.integers(1, 4, key.size).astype(np.float64)
+    g = WeightedGraph.from_edges(key // n, key % n, w, n)
+    base = (g.ptr.astype(np.int64), g.ind.astype(np.int64), g.weight.copy())
+    yield base
+    for _ in range(12):
+        ptr, ind, w = (a.copy() for a in base)
+        kind = rng.integers(0, 8)
+        p = int(rng.integers(0, ind.size))
+        if kind == 0:  # a weight changed on one side only
+            w[p] += 1.0
+        elif kind == 1:  # a neighbour moved to another (unsorted, duplicate or one-sided)
+            ind[p] = rng.integers(0, n)
+        elif kind == 2:  # out of range
+            ind[p] = n + int(rng.integers(0, 3))
+        elif kind == 3:  # a bad weight
+            w[p] = (0.0, -1.0, np.inf, np.nan)[int(rng.integers(0, 4))]
+        elif kind == 4:  # ptr decreasing inside
+            x = int(rng.integers(1, n))
+            ptr[x] = ptr[x + 1] + 1 if ptr[x + 1] + 1 <= ind.size else ptr[x - 1] - 1
+        elif kind == 5:  # one direction of an edge dropped
+            ind, w = np.delete(ind, p), np.delete(w, p)
+            ptr = ptr - (np.arange(n + 1) > np.searchsorted(ptr, p, side="right") - 1)
+        elif kind == 6:  # two neighbours swapped
+            ind[[p, max(p - 1, 0)]] = ind[[max(p - 1, 0), p]]
+        else:  # the same arrays
+            pass
+        yield ptr, ind, w
+
+
+def test_fast_csr_check_finds_the_same_first_defect():
+    """``first_csr_defect`` (linear-time filter, then the ordered search) against the ordered
+    search alone, on random symmetric graphs and their one-defect mutants."""
+    rng = np.random.default_rng(7)
+    seen = set()
+    for t in range(150):
+        n = int(rng.integers(2, 40))
+        for ptr, ind, w in _mutants(rng, n):
+            if ptr[0] != 0 or ptr[-1] != ind.size:
+                continue  # the constructor refuses these before the check
+            want = W._check_csr(n, ptr, ind, w)
+            assert W.first_csr_defect(n, ptr, ind, w) == want, (t, n, want)
+            seen.add(int(want[0]))
+    assert seen == {0, 1, 2, 3, 4, 5, 6, 7}  # every kind of defect, and none, was met
 
 
 def test_csr_that_is_not_symmetric_is_refused():

@@ -1009,14 +1009,22 @@ def _from_mcm(
             "delaunay and rgg have one; use weights 'unit' or 'uniform'"
         )
     n = g.n_rows
+    params = dict(g.params, weights=weights)
+    if weights == "unit":
+        # g's CSR is the answer (symmetric, sorted rows, no self-loop or duplicate: the
+        # constructor checks it again), with a weight of 1 per entry; the same arrays as the
+        # edge list below would give, without its sorts
+        if g.row_ind.shape[0] == 0:
+            raise DatasetError(f"{where}: the graph has no edge")
+        return CommunityGraph(
+            n=n, ptr=g.row_ptr, ind=g.row_ind, weight=np.ones(g.row_ind.shape[0]),
+            name=g.name, family=g.family, params=params,
+        )
     rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(g.row_ptr))
     cols = g.row_ind.astype(np.int64)
     upper = rows < cols
     u, v = rows[upper], cols[upper]
-    params = dict(g.params, weights=weights)
-    if weights == "unit":
-        w = np.ones(u.shape[0])
-    elif weights == "uniform":
+    if weights == "uniform":
         seed = int(g.params.get("seed", 0) if weight_seed is None else weight_seed)
         w = uniform_weights(u.shape[0], seed)
         params["weight_seed"] = seed
