@@ -438,11 +438,12 @@ def test_whole_batch_failure_falls_back_to_one_by_one(tmp_path, faulty_path, mod
     assert sum(c[0] == "prepare" for c in _faulty_solvers.Batched.log) == 6 * 3
 
 
-@pytest.mark.parametrize(("mode", "message", "limit"), [("crash", "SIGKILL", 5.0), ("sleep", "exceeded its limits", 1.0)])
+@pytest.mark.parametrize(("mode", "message", "limit"), [("crash", "SIGKILL", 5.0), ("sleep", "exceeded its limits", 3.0)])
 def test_joint_solve_killed_or_crashed_falls_back_in_a_fresh_process(tmp_path, faulty_path, mode, message, limit):
-    # sleep: task_timeout_s=1 gives the joint solve of 6 six seconds, which it exceeds; a
-    # crash needs no tight limit, and 1 s per instance failed the one-by-one path on a
-    # loaded host (a fresh task process starts it)
+    # sleep: task_timeout_s=3 gives the joint solve of 6 eighteen seconds, which its sleep
+    # of 60 exceeds; a crash needs no tight limit. 1 s per instance failed the one-by-one
+    # path on a loaded host (a fresh task process starts it), once with the crash and once
+    # with the sleep (11 rows of 12, the host busy with other work)
     batch = _batch(tmp_path, {"_target_": "_faulty_solvers.Batched", "mode": mode}, task_timeout_s=limit)
     proc = TaskProcess()
     try:
