@@ -340,11 +340,13 @@ VARIANTS = {
     "smem_hubs": {"smem_hubs": True, "hub_chunks": 3},
     "vertex_tables": {"vertex_tables": True, "hub_chunks": 3},
     "vertex_tables_smem": {"vertex_tables": True, "smem_hubs": True},
+    "host_tail": {"host_tail": 1 << 40},
     "fast": FAST,
+    "fast_tail": {**FAST, "host_tail": 300},
 }
 #: The variants whose relaxed-commit path differs from the paper's (the rest only reorder
 #: launches when every move of an iteration is computed on its starting configuration).
-RELAXED = ("prune", "pickless", "rounds_chunks", "hashed_prune", "fast")
+RELAXED = ("prune", "pickless", "rounds_chunks", "hashed_prune", "host_tail", "fast")
 CASES = [(v, "bucket") for v in sorted(VARIANTS)] + [(v, "iteration") for v in RELAXED]
 
 

@@ -30,7 +30,7 @@ from matchbench.families.community import louvain_buckets as LB
 from matchbench.families.community import louvain_gpu as LG
 from matchbench.families.community import louvain_model as LM
 from matchbench.families.community import louvain_stages as LS
-from matchbench.families.community.louvain import louvain
+from matchbench.families.community.louvain import BIN_LIMIT, _louvain, louvain
 from matchbench.families.community.louvain_buckets import (
     MERGE_BOUNDS,
     MERGE_SLOTS,
@@ -49,7 +49,12 @@ from matchbench.families.community.louvain_buckets import (
 from matchbench.families.community.louvain_gpu import LouvainGPU, LouvainGPUFast
 from matchbench.families.community.louvain_model import louvain_gpu_model
 from matchbench.families.community.louvain_stages import THRESHOLD_SWEEP, Options
-from matchbench.families.community.problem import Community, CommunityGraph, modularity
+from matchbench.families.community.problem import (
+    Community,
+    CommunityGraph,
+    aggregate,
+    modularity,
+)
 from matchbench.families.community.truth import truth_nmi
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -713,7 +718,9 @@ VARIANTS = {
     "flat": {"aggregate": "flat"},
     "hashed": {"hashed_rounds": 4},
     "rounds_hashed": {"rounds": 4, "hashed_rounds": 8, "hub_chunks": 3},
+    "host_tail": {"host_tail": 1 << 40},
     "fast": FAST,
+    "fast_tail": {**FAST, "host_tail": 300},
 }
 
 
@@ -780,6 +787,57 @@ def test_every_option_keeps_q_near_the_papers_or_the_sequential(small_ranges, va
         if not (q >= 0.98 * q_paper or q >= 0.98 * q_seq):
             low.append((g.name, q, q_paper, q_seq))
     assert not low, low
+
+
+@pytest.mark.parametrize("commit", ["bucket", "iteration"])
+def test_host_tail_is_the_sequential_reference_on_the_contracted_graph(commit):
+    """host_tail: after the first stage, a level of at most host_tail CSR entries is handed
+    to the sequential reference; its labels are one more level, equal to the reference's
+    on the level's graph rebuilt here from the first level's labels (``aggregate``, scipy),
+    and the kept Q is the reference's, the verifier's within rounding."""
+    tails = 0
+    for name in sorted(GRAPHS):
+        g = GRAPHS[name]()
+        part, c, t = louvain_gpu_model(g, commit=commit, host_tail=1 << 40)
+        _q(g, part)
+        _stages_consistent(c)
+        if not part.levels:
+            continue
+        first = part.levels[0]
+        coarse, loops = aggregate(g, first)
+        if coarse.ind.shape[0] == 0:
+            continue
+        ref, rc, _ = _louvain(coarse.n, coarse.ptr.astype(np.int64), coarse.ind.astype(np.int64),
+                              coarse.weight, 1e-2, 1e-6, BIN_LIMIT, False, 1000, loop=loops)
+        assert "host_tail" in t and "level1_host_tail" in t, name
+        assert c["level_edges"][1] == coarse.ind.shape[0], name
+        assert c["level_iterations"][1:] == rc["level_iterations"], name
+        if ref.levels:
+            assert len(part.levels) == 2, name
+            if np.array_equal(g.weight, np.round(g.weight)):  # sums exact: the same labels
+                assert np.array_equal(part.levels[1], ref.community), name
+            assert part.modularity == pytest.approx(ref.modularity, abs=1e-12)
+            tails += 1
+        else:
+            assert len(part.levels) == 1, name
+    assert tails >= 5
+
+
+def test_host_tail_above_every_level_changes_nothing():
+    for name in ("planted", "every_bucket"):
+        g = GRAPHS[name]()
+        base, bc, _ = louvain_gpu_model(g)
+        least = min(e for e in bc["level_edges"][1:] if e is not None) if len(bc["level_edges"]) > 1 else 0
+        part, c, t = louvain_gpu_model(g, host_tail=max(1, least - 1))
+        assert "host_tail" not in t
+        assert np.array_equal(part.community, base.community) and c["level_q"] == bc["level_q"]
+
+
+def test_host_tail_is_checked():
+    assert Options.checked(host_tail=5).changed() == {"host_tail": 5}
+    for bad in (-1, 1.5, "many", True):
+        with pytest.raises((ValueError, TypeError), match="host_tail"):
+            Options.checked(host_tail=bad)
 
 
 def test_aggregation_tolerance_stops_too_early_on_a_grid():

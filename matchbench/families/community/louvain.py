@@ -62,10 +62,13 @@ NX_MAX_EDGES = 100_000
 
 def stage_totals(timings: dict[str, float]) -> dict[str, float]:
     """``timings`` with ``optimize`` and ``aggregate`` added: the sums of the per-stage
-    ``level{r}_optimize`` and ``level{r}_aggregate`` seconds (the stage breakdown)."""
+    ``level{r}_optimize`` and ``level{r}_aggregate`` seconds (the stage breakdown); and
+    ``host_tail`` where a ``level{r}_host_tail`` is there (``louvain_gpu``'s option)."""
     out = dict(timings)
-    for what in ("optimize", "aggregate"):
-        out[what] = sum(v for k, v in timings.items() if k.startswith("level") and k.endswith(f"_{what}"))
+    for what in ("optimize", "aggregate", "host_tail"):
+        parts = [v for k, v in timings.items() if k.startswith("level") and k.endswith(f"_{what}")]
+        if parts or what != "host_tail":
+            out[what] = sum(parts)
     return out
 
 
@@ -328,7 +331,7 @@ def louvain(
         moved; ``modularity`` the Q of the last kept stage, computed on its contracted
         graph); counters ``levels`` (stages kept), ``iterations`` and ``moves`` (totals),
         ``communities`` and, per stage run ``r`` (kept or not), ``level_vertices``,
-        ``level_threshold``, ``level_iterations``, ``level_moves``, ``level_q`` (lists
+        ``level_edges`` (CSR entries), ``level_threshold``, ``level_iterations``, ``level_moves``, ``level_q`` (lists
         indexed by ``r``); timings ``level{r}_optimize`` and ``level{r}_aggregate`` seconds.
 
     Notes
@@ -386,13 +389,16 @@ def _louvain(
     bin_limit: int,
     relaxed: bool,
     max_iterations: int,
+    loop: np.ndarray | None = None,
 ) -> tuple[Partition, dict[str, Any], dict[str, float]]:
-    """:func:`louvain` on an int64 CSR (parameters checked by the caller)."""
-    loop = np.zeros(n0, dtype=np.float64)
+    """:func:`louvain` on an int64 CSR (parameters checked by the caller); ``loop``: the
+    self-loop weights of an aggregated graph (float64, zeros where None)."""
+    loop = np.zeros(n0, dtype=np.float64) if loop is None else loop
     n = n0
     levels: list[np.ndarray] = []
     stage: dict[str, list[Any]] = {
         "level_vertices": [],
+        "level_edges": [],
         "level_threshold": [],
         "level_iterations": [],
         "level_moves": [],
@@ -412,7 +418,8 @@ def _louvain(
         timings[f"level{r}_optimize"] = time.perf_counter() - t0
         if q_kept is None:
             q_kept = float(q_start)
-        for key, value in zip(stage, (n, threshold, int(iters), int(moves), float(q)), strict=True):
+        values = (n, int(ind.shape[0]), threshold, int(iters), int(moves), float(q))
+        for key, value in zip(stage, values, strict=True):
             stage[key].append(value)
         if moves == 0 or q < q_start:
             if binned:  # relaxed may have undone its only iteration under t_bin: retry

@@ -476,6 +476,18 @@ class _DeviceLevels:
         )
         return keys, vals, inside, tab, toff
 
+    def host_graph(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The level's graph on the host (option ``host_tail``): ``n``, int64 ``ptr`` and
+        ``ind``, float64 weights and self-loops."""
+        ptr = self._get(self.ptr).astype(np.int64, copy=False)
+        ind = self._get(self.ind).astype(np.int64)
+        return self.n, ptr, ind, self._get(self.w), self._get(self.loop)
+
+    def push_level(self, lab: np.ndarray) -> Any:
+        """Host labels of the level's vertices as a device level (option ``host_tail``)."""
+        self._ops()
+        return self.cp.asarray(lab.astype(np.int32))
+
     def compose(self, levels: list[Any], n0: int) -> Any:
         cp = self.cp
         if not levels:
@@ -663,10 +675,10 @@ class LouvainGPU(DeviceCommunitySolver):
         its relaxed variant (Sec. 5).
     max_iterations : int
         Iterations per stage at most.
-    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs, vertex_tables
+    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs, vertex_tables, host_tail
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`); their defaults
-        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false, false) are the paper's method, which
+        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false, false, 0) are the paper's method, which
         ``conf/algorithm/louvain_gpu.yaml`` runs; :class:`LouvainGPUFast` is the recommended
         combination. Only the options that differ from the paper's are variant parameters
         (``params``, the ``variant`` column), so the paper's variant string is unchanged.
@@ -704,12 +716,14 @@ class LouvainGPU(DeviceCommunitySolver):
         hashed_rounds: int = 0,
         smem_hubs: bool = False,
         vertex_tables: bool = False,
+        host_tail: int = 0,
     ) -> None:
         opts = check_params(
             t_bin, t_final, bin_limit, commit, max_iterations, rounds=rounds,
             hub_chunks=hub_chunks, prune=prune, pickless=pickless, t_drop=t_drop,
             aggregation_tolerance=aggregation_tolerance, aggregate=aggregate,
             hashed_rounds=hashed_rounds, smem_hubs=smem_hubs, vertex_tables=vertex_tables,
+            host_tail=host_tail,
         )
         super().__init__(
             t_bin=float(t_bin),

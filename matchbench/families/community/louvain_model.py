@@ -231,6 +231,13 @@ class HostModel:
         """The stage's labels without contracting (``aggregation_tolerance``)."""
         return self.lab
 
+    def host_graph(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The level's graph (option ``host_tail``), as the device hands it over."""
+        return self.n, self.ptr, self.ind, self.w, self.loop
+
+    def push_level(self, lab: np.ndarray) -> np.ndarray:
+        return np.asarray(lab, dtype=np.int64)
+
     def contract(self) -> np.ndarray:
         self.ptr, self.ind, self.w, self.loop = _contract(
             self.n, self.ptr, self.ind, self.w, self.loop, self.lab, self.k_new

@@ -105,6 +105,14 @@ class Options:
         the paper's few blocks that each reuse one region sized for the level's largest
         table (:func:`~matchbench.families.community.louvain_buckets.global_blocks`: about
         110 blocks on Kronecker 2^20). The same tables and configuration, so the same moves.
+    host_tail : int
+        Once a stage after the first starts on a graph of at most this many CSR entries,
+        finish the method on the host: the graph is copied back and the sequential
+        reference (:func:`matchbench.families.community.louvain._louvain`, the same
+        thresholds from that stage on) runs its remaining stages, whose composed labels
+        become one more level. A level of a few thousand entries costs the device about as
+        much as one of a hundred thousand (launches and host syncs, about 1.5 ms a level on
+        road graphs), the host a few microseconds an iteration. 0: never (the paper's).
     """
 
     rounds: int = 1
@@ -117,6 +125,7 @@ class Options:
     hashed_rounds: int = 0
     smem_hubs: bool = False
     vertex_tables: bool = False
+    host_tail: int = 0
 
     @classmethod
     def checked(cls, **kw: Any) -> Options:
@@ -141,9 +150,10 @@ class Options:
         non_negative_int("louvain_gpu: hashed_rounds", o.hashed_rounds, ROUNDS_MAX)
         boolean("louvain_gpu: smem_hubs", o.smem_hubs)
         boolean("louvain_gpu: vertex_tables", o.vertex_tables)
+        non_negative_int("louvain_gpu: host_tail", o.host_tail)
         return cls(int(o.rounds), int(o.hub_chunks), bool(o.prune), int(o.pickless),
                    float(o.t_drop), float(tol), o.aggregate, int(o.hashed_rounds),
-                   bool(o.smem_hubs), bool(o.vertex_tables))
+                   bool(o.smem_hubs), bool(o.vertex_tables), int(o.host_tail))
 
     def changed(self) -> dict[str, Any]:
         """The options whose values differ from the paper's (the defaults)."""
@@ -202,8 +212,9 @@ def drive(
     ``opts`` (:class:`Options`, default the paper's): ``t_drop`` lowers the binned threshold
     stage by stage; ``aggregation_tolerance`` ends the method after a stage that left too
     many communities (``be.labels()``: its labels, uncontracted); ``pickless`` makes
-    ``be.iterate(lower_only)`` restrict some iterations' moves. The other options are the
-    backend's (its constructor's).
+    ``be.iterate(lower_only)`` restrict some iterations' moves; ``host_tail`` hands a small
+    level to :func:`_host_tail` (``be.host_graph()``, ``be.push_level(labels)``). The other
+    options are the backend's (its constructor's).
     """
     opts = Options() if opts is None else opts
     levels: list[Any] = []
@@ -214,6 +225,11 @@ def drive(
     while True:
         r = len(stage["level_q"])
         n = be.n
+        if opts.host_tail and levels and be.nnz <= opts.host_tail:
+            t_now = max(t_bin / opts.t_drop**r, t_final) if use_bin else t_final
+            q_kept = _host_tail(be, levels, stage, marks, r, t_now, t_final, bin_limit,
+                                max_iterations, float(q_kept))
+            break
         binned = use_bin and n > bin_limit
         threshold = float(max(t_bin / opts.t_drop**r, t_final) if binned else t_final)
         t0 = be.mark()
@@ -269,6 +285,50 @@ def drive(
                 continue
             break
     return Outcome(levels, float(q_kept), stage, marks)
+
+
+def _host_tail(
+    be: Any, levels: list[Any], stage: dict[str, list[Any]],
+    marks: list[tuple[int, str, Any, Any]], r: int, t_bin: float, t_final: float,
+    bin_limit: int, max_iterations: int, q: float,
+) -> float:
+    """Option ``host_tail``: the remaining stages on the host, from stage ``r`` on.
+
+    The sequential reference runs on the level's graph (``be.host_graph()``: ``n``, int64
+    ``ptr`` and ``ind``, float64 weights and self-loops) with ``t_bin`` (the caller passes
+    stage ``r``'s binned threshold, or ``t_final`` once it is dropped), ``t_final`` and
+    ``bin_limit``, and its own sequential commits whatever the device's ``commit``; its
+    composed labels, if any vertex moved, become one more level (``be.push_level``). Its
+    stages are recorded as stages ``r, r + 1, ...`` (no buckets), the whole tail as the
+    mark ``(r, "host_tail")``. Returns the kept Q:
+    the tail's, or ``q`` when nothing moved. On integer weights every sum is exact, so the
+    device and the host model hand over the same graph and get the same labels.
+    """
+    from matchbench.families.community.louvain import _louvain
+
+    t0 = be.mark()
+    q_tail_start = q
+    n, ptr, ind, w, loop = be.host_graph()
+    part, co, _ = _louvain(n, ptr, ind, w, t_bin, t_final, bin_limit, False, max_iterations,
+                           loop=loop)
+    if part.levels:
+        levels.append(be.push_level(part.community))
+        q = float(part.modularity)
+    two_m = float(w.sum() + 2.0 * loop.sum())
+    q_start = q_tail_start
+    for i, q_i in enumerate(co["level_q"]):
+        if i:  # a contracted stage starts at the last one's Q, a retry where it started
+            contracted = co["level_vertices"][i] < co["level_vertices"][i - 1]
+            q_start = float(co["level_q"][i - 1]) if contracted else q_start
+        values = (
+            co["level_vertices"][i], co["level_edges"][i], co["level_threshold"][i],
+            co["level_iterations"][i], co["level_moves"][i], float(q_i), q_start, two_m,
+            [], None,
+        )
+        for key, value in zip(STAGE_KEYS, values, strict=True):
+            stage[key].append(value)
+    marks.append((r, "host_tail", t0, be.mark()))
+    return q
 
 
 def finish(
