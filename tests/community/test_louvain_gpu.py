@@ -341,6 +341,7 @@ VARIANTS = {
     "vertex_tables": {"vertex_tables": True, "hub_chunks": 3},
     "vertex_tables_smem": {"vertex_tables": True, "smem_hubs": True},
     "host_tail": {"host_tail": 1 << 40},
+    "t_level": {"t_level": 2e-3},
     "fast": FAST,
     "fast_tail": {**FAST, "host_tail": 300},
 }

@@ -719,6 +719,7 @@ VARIANTS = {
     "hashed": {"hashed_rounds": 4},
     "rounds_hashed": {"rounds": 4, "hashed_rounds": 8, "hub_chunks": 3},
     "host_tail": {"host_tail": 1 << 40},
+    "t_level": {"t_level": 2e-3},
     "fast": FAST,
     "fast_tail": {**FAST, "host_tail": 300},
 }
@@ -833,11 +834,51 @@ def test_host_tail_above_every_level_changes_nothing():
         assert np.array_equal(part.community, base.community) and c["level_q"] == bc["level_q"]
 
 
+def test_t_level_ends_after_a_stage_that_gains_too_little():
+    """t_level: an unbinned stage gaining less keeps its moves uncontracted and ends the
+    method; one gaining more is contracted as the paper's; a binned stage is never cut."""
+    for t_level, cut in ((0.6, True), (0.4, False)):
+        be = _Scripted([0.3, 0.5], n=10)  # a stage gaining 0.5
+        out = LS.drive(be, 1e-2, 1e-6, 100, relaxed=False, max_iterations=50,
+                       opts=Options(t_level=t_level))
+        assert ("labels" in be.log) == cut and ("contract" in be.log) == (not cut)
+        assert out.q_kept == 0.5 and len(out.levels) == 1
+    be = _Scripted([0.3, 0.5], n=400)  # binned (400 > bin_limit 100): contracted
+    LS.drive(be, 1e-2, 1e-6, 100, relaxed=False, max_iterations=50, opts=Options(t_level=0.6))
+    assert "contract" in be.log and "labels" not in be.log
+
+
+@pytest.mark.parametrize(("name", "t_level", "cuts"),
+                         [("road", 1.5e-2, True), ("every_bucket", 2e-3, True),
+                          ("planted", 2e-3, False)])
+def test_t_level_keeps_the_papers_levels_up_to_the_cut(name, t_level, cuts):
+    g = GRAPHS[name]()
+    base, bc, _ = louvain_gpu_model(g)
+    gains = [q - q0 for q, q0 in zip(bc["level_q"], bc["level_q_start"], strict=True)]
+    part, c, _ = louvain_gpu_model(g, t_level=t_level)
+    _q(g, part)
+    r = len(c["level_q"])
+    assert c["level_q"] == bc["level_q"][:r]  # the same stages, then the cut
+    cut = [i for i, x in enumerate(gains) if x < t_level and bc["level_vertices"][i] <= 100_000
+           and bc["level_moves"][i] > 0]
+    assert bool(cut and cut[0] < len(bc["level_q"]) - 1) == cuts
+    if cuts:  # ends there: its moves kept, uncontracted
+        assert r == cut[0] + 1 and len(part.levels) == r
+        assert part.modularity == pytest.approx(bc["level_q"][cut[0]], abs=1e-12)
+        assert part.modularity >= base.modularity - sum(gains[r:])
+    else:
+        assert np.array_equal(part.community, base.community)
+
+
 def test_host_tail_is_checked():
     assert Options.checked(host_tail=5).changed() == {"host_tail": 5}
     for bad in (-1, 1.5, "many", True):
         with pytest.raises((ValueError, TypeError), match="host_tail"):
             Options.checked(host_tail=bad)
+    assert Options.checked(t_level=1e-3).changed() == {"t_level": 1e-3}
+    for bad in (-1e-3, float("nan"), "small"):
+        with pytest.raises((ValueError, TypeError), match="t_level"):
+            Options.checked(t_level=bad)
 
 
 def test_aggregation_tolerance_stops_too_early_on_a_grid():

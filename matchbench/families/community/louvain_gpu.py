@@ -588,7 +588,8 @@ def louvain_gpu(
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`: ``rounds``,
         ``hub_chunks``, ``prune``, ``pickless``, ``t_drop``, ``aggregation_tolerance``,
-        ``aggregate``, ``hashed_rounds``, ``smem_hubs``, ``vertex_tables``); none by default,
+        ``aggregate``, ``hashed_rounds``, ``smem_hubs``, ``vertex_tables``, ``host_tail``,
+        ``t_level``); none by default,
         the paper's method.
 
     Returns
@@ -675,10 +676,10 @@ class LouvainGPU(DeviceCommunitySolver):
         its relaxed variant (Sec. 5).
     max_iterations : int
         Iterations per stage at most.
-    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs, vertex_tables, host_tail
+    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs, vertex_tables, host_tail, t_level
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`); their defaults
-        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false, false, 0) are the paper's method, which
+        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false, false, 0, 0.0) are the paper's method, which
         ``conf/algorithm/louvain_gpu.yaml`` runs; :class:`LouvainGPUFast` is the recommended
         combination. Only the options that differ from the paper's are variant parameters
         (``params``, the ``variant`` column), so the paper's variant string is unchanged.
@@ -717,13 +718,14 @@ class LouvainGPU(DeviceCommunitySolver):
         smem_hubs: bool = False,
         vertex_tables: bool = False,
         host_tail: int = 0,
+        t_level: float = 0.0,
     ) -> None:
         opts = check_params(
             t_bin, t_final, bin_limit, commit, max_iterations, rounds=rounds,
             hub_chunks=hub_chunks, prune=prune, pickless=pickless, t_drop=t_drop,
             aggregation_tolerance=aggregation_tolerance, aggregate=aggregate,
             hashed_rounds=hashed_rounds, smem_hubs=smem_hubs, vertex_tables=vertex_tables,
-            host_tail=host_tail,
+            host_tail=host_tail, t_level=t_level,
         )
         super().__init__(
             t_bin=float(t_bin),
