@@ -112,7 +112,9 @@ class Options:
         thresholds from that stage on) runs its remaining stages, whose composed labels
         become one more level. A level of a few thousand entries costs the device about as
         much as one of a hundred thousand (launches and host syncs, about 1.5 ms a level on
-        road graphs), the host a few microseconds an iteration. 0: never (the paper's).
+        road graphs), but the reference visits 30-45 ns per CSR entry, so on an H200 it was
+        slower at every size tried (docs/benchmarks/louvain.md, thirteenth session).
+        0: never (the paper's).
     t_level : float
         End the method after a stage under ``t_final`` (not binned) whose gain in Q is
         below this: its moves are kept, its graph is not contracted. The paper goes on
@@ -221,10 +223,10 @@ def drive(
     ``opts`` (:class:`Options`, default the paper's): ``t_drop`` lowers the binned threshold
     stage by stage; ``aggregation_tolerance`` ends the method after a stage that left too
     many communities, ``t_level`` after one that gained too little (``be.labels()``: its
-    labels, uncontracted); ``pickless`` makes
-    ``be.iterate(lower_only)`` restrict some iterations' moves; ``host_tail`` hands a small
-    level to :func:`_host_tail` (``be.host_graph()``, ``be.push_level(labels)``). The other
-    options are the backend's (its constructor's).
+    labels, uncontracted); ``pickless`` makes ``be.iterate(lower_only)`` restrict some
+    iterations' moves; ``host_tail`` hands a small level to :func:`_host_tail`
+    (``be.host_graph()``, ``be.push_level(labels)``). The other options are the backend's
+    (its constructor's).
     """
     opts = Options() if opts is None else opts
     levels: list[Any] = []
@@ -312,8 +314,8 @@ def _host_tail(
     ``bin_limit``, and its own sequential commits whatever the device's ``commit``; its
     composed labels, if any vertex moved, become one more level (``be.push_level``). Its
     stages are recorded as stages ``r, r + 1, ...`` (no buckets), the whole tail as the
-    mark ``(r, "host_tail")``. Returns the kept Q:
-    the tail's, or ``q`` when nothing moved. On integer weights every sum is exact, so the
+    mark ``(r, "host_tail")``. Returns the kept Q: the tail's, or ``q`` when nothing
+    moved. On integer weights every sum is exact, so the
     device and the host model hand over the same graph and get the same labels.
     """
     from matchbench.families.community.louvain import _louvain
