@@ -195,18 +195,28 @@ def test_the_devices_groups_keep_the_models_rounds():
 
 
 def test_the_kernel_profile_script_follows_the_driver(tmp_path):
-    """docs/benchmarks/scripts/leiden_kernels_gpu.py wraps the driver's steps by name and
-    runs the yaml's preset: both must stay true; its graphs are stored and read back."""
+    """docs/benchmarks/scripts/community_kernels_gpu.py wraps the drivers' steps by name and
+    runs the yamls' presets (Leiden's and louvain_gpu_fast's): both must stay true; its
+    graphs are stored and read back."""
     import importlib.util
 
-    path = ROOT / "docs" / "benchmarks" / "scripts" / "leiden_kernels_gpu.py"
-    spec = importlib.util.spec_from_file_location("leiden_kernels_gpu", path)
+    path = ROOT / "docs" / "benchmarks" / "scripts" / "community_kernels_gpu.py"
+    spec = importlib.util.spec_from_file_location("community_kernels_gpu", path)
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    assert all(callable(getattr(LG._DeviceLevels, step, None)) for step in (*script.Profile.STEPS, "_launch"))
-    want = yaml.safe_load((ROOT / "conf" / "algorithm" / "leiden_gpu.yaml").read_text())
-    assert script.preset() == {k: v for k, v in want.items() if k != "_target_"}
+    for method, (name, steps, sync) in script.METHODS.items():
+        cls = script.module(method)._DeviceLevels
+        assert all(callable(getattr(cls, step, None)) for step in (*steps, sync, "_launch")), method
+        assert callable(getattr(script.module(method), name)), method
+        want = yaml.safe_load((ROOT / "conf" / "algorithm" / f"{method}.yaml").read_text())
+        assert script.preset(method) == {k: v for k, v in want.items() if k != "_target_"}
+        assert script.overrides([], method) == {}
     check_params(**script.preset())
+    assert script.overrides(["t_level=0.01"], "louvain_gpu_fast") == {"t_level": 0.01}
+    with pytest.raises(ValueError, match="t_level"):
+        script.overrides(["t_level=-1"], "louvain_gpu_fast")
+    with pytest.raises(ValueError, match="unknown"):
+        script.overrides(["t_levle=1"], "louvain_gpu_fast")
     assert all(hasattr(D, fn) for fn, _ in script.GRAPHS.values())
     g = D.community_grid(5)
     np.savez(tmp_path / "g.npz", n=g.n, ptr=g.ptr, ind=g.ind, weight=g.weight)

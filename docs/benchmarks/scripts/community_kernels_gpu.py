@@ -1,32 +1,40 @@
-"""Where leiden_gpu's time goes, kernel by kernel (issue #33): a diagnostic, not a benchmark.
+"""Where leiden_gpu's or louvain_gpu's time goes, kernel by kernel (issue #33): a
+diagnostic, not a benchmark.
 
-Times ``leiden_gpu`` with the preset of ``conf/algorithm/leiden_gpu.yaml`` on the family's
-graphs (best of three after a warm-up, CUDA events around the solve), recomputes each
-answer's modularity on the host and counts its disconnected communities; with
-``--profile``, one more run records every kernel launch and every host step of the driver
-with CUDA events and prints their sums per level (levels 3 and up together). The graphs
-are generated once, in parallel processes, into ``--cache``.
+Times ``--method`` (``leiden_gpu``, the default, or ``louvain_gpu_fast``) with its preset
+(``conf/algorithm/<method>.yaml``) on the family's graphs (best of three after a warm-up,
+CUDA events around the solve), recomputes each answer's modularity on the host and counts
+its disconnected communities; with ``--profile``, one more run records every kernel
+launch and every host step of the driver with CUDA events and prints their sums per level
+(levels 3 and up together), and the host's own time: how long the launch calls and the
+host syncs took on the host clock. A solve whose kernels sum to much less than its time,
+while its launch calls sum to about as much, is bound by the host's launch loop. The
+graphs are generated once, in parallel processes, into ``--cache``.
 
 Run from the repository root on a GPU host, with the package importable::
 
     export PYTHONPATH=/tmp/site:$PWD
-    python docs/benchmarks/scripts/leiden_kernels_gpu.py --graphs delaunay22,road22 --profile
-    python docs/benchmarks/scripts/leiden_kernels_gpu.py --graphs delaunay22 --set polish=2
+    python docs/benchmarks/scripts/community_kernels_gpu.py --graphs delaunay22,road22 --profile
+    python docs/benchmarks/scripts/community_kernels_gpu.py --graphs delaunay22 --set polish=2
+    python docs/benchmarks/scripts/community_kernels_gpu.py --method louvain_gpu_fast \
+        --graphs road22 --profile --set t_level=0.01
 
-The benchmark pages come from the pipeline's rows (``+experiment=leiden_sota``); this script
-only says which kernels to look at, and compares two trees on one machine when run from
-each in turn.
+The benchmark pages come from the pipeline's rows (``+experiment=leiden_sota``,
+``+experiment=louvain_sota``); this script only says which kernels to look at, and
+compares two trees on one machine when run from each in turn.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import importlib
 import os
 import time
 import types
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,38 +64,70 @@ def load(name: str, cache: str) -> types.SimpleNamespace:
     return types.SimpleNamespace(n=int(z["n"]), ptr=z["ptr"], ind=z["ind"], weight=z["weight"])
 
 
-def preset() -> dict:
+#: method -> (its module in matchbench.families.community, the driver steps of the
+#: module's _DeviceLevels to time, the method of _DeviceLevels that syncs to read back)
+METHODS = {
+    "leiden_gpu": ("leiden_gpu", ("setup", "move_iteration", "renumber", "refine_start",
+                                  "refine_round", "pieces", "aggregate", "dense", "quality"),
+                   "scalar_array"),
+    "louvain_gpu_fast": ("louvain_gpu", ("setup", "iterate", "accept", "reject", "renumber",
+                                         "labels", "contract", "host_graph", "compose"),
+                         "_get"),
+}
+
+
+def module(method: str) -> Any:
+    return importlib.import_module(f"matchbench.families.community.{METHODS[method][0]}")
+
+
+def preset(method: str = "leiden_gpu") -> dict:
     import yaml
 
-    path = Path(__file__).resolve().parents[3] / "conf" / "algorithm" / "leiden_gpu.yaml"
+    path = Path(__file__).resolve().parents[3] / "conf" / "algorithm" / f"{method}.yaml"
     return {k: v for k, v in yaml.safe_load(path.read_text()).items() if k != "_target_"}
 
 
+def solve(method: str, g: Any, params: dict) -> tuple[Any, dict, dict]:
+    """One run of ``method`` on ``g``: (partition, counters, timings)."""
+    mod = module(method)
+    return getattr(mod, METHODS[method][0])(g, **params)
+
+
 class Profile:
-    """CUDA events around every kernel launch and every step of the driver, by level."""
+    """CUDA events around every kernel launch and every step of the driver, by level, and
+    the host clock around the launch calls and the host syncs."""
 
-    STEPS = ("setup", "move_iteration", "renumber", "refine_start", "refine_round", "pieces",
-             "aggregate", "dense", "quality")
-
-    def __init__(self) -> None:
+    def __init__(self, method: str = "leiden_gpu") -> None:
         import cupy as cp
 
-        from matchbench.families.community import leiden_gpu as lg
-
         self.cp, self.level, self.events = cp, -1, []
-        cls = lg._DeviceLevels
-        self._saved = {name: getattr(cls, name) for name in ("_launch", *self.STEPS)}
-        launch = self._saved["_launch"]
+        self.host = collections.Counter()  # seconds on the host clock: launches, syncs
+        self.calls = collections.Counter()
+        self.cls = cls = module(method)._DeviceLevels
+        _, self.steps, sync = METHODS[method]
+        self._saved = {name: getattr(cls, name) for name in ("_launch", sync, *self.steps)}
+        launch, get = self._saved["_launch"], self._saved[sync]
 
         def timed_launch(levels, name, grid, args):
             a, b = cp.cuda.Event(), cp.cuda.Event()
             a.record()
+            t = time.perf_counter()
             launch(levels, name, grid, args)
+            self.host["launch"] += time.perf_counter() - t
+            self.calls["launch"] += 1
             b.record()
             self.events.append((f"L{min(self.level, 3)} {name}", a, b))
 
+        def timed_get(levels, arr):
+            t = time.perf_counter()
+            out = get(levels, arr)
+            self.host["sync"] += time.perf_counter() - t
+            self.calls["sync"] += 1
+            return out
+
         cls._launch = timed_launch
-        for step in self.STEPS:
+        setattr(cls, sync, timed_get)
+        for step in self.steps:
             setattr(cls, step, self._step(step, self._saved[step]))
 
     def _step(self, name, method):
@@ -107,10 +147,8 @@ class Profile:
         return timed
 
     def close(self) -> None:
-        from matchbench.families.community import leiden_gpu as lg
-
         for name, method in self._saved.items():
-            setattr(lg._DeviceLevels, name, method)
+            setattr(self.cls, name, method)
 
     def report(self, top: int = 20) -> None:
         sums, counts = collections.defaultdict(float), collections.Counter()
@@ -125,9 +163,14 @@ class Profile:
         print("   driver steps (their kernels included):")
         for key, s in sorted(steps.items(), key=lambda kv: -kv[1])[:top]:
             print(f"     {key:36s} {s * 1e3:8.2f} ms")
+        for what in ("launch", "sync"):
+            n = self.calls[what]
+            if n:
+                print(f"   host clock, {what} calls: {self.host[what] * 1e3:.1f} ms in {n} "
+                      f"({self.host[what] / n * 1e6:.1f} us each)")
 
 
-def overrides(pairs: list[str]) -> dict:
+def overrides(pairs: list[str], method: str = "leiden_gpu") -> dict:
     """``--set key=value`` pairs (values read as YAML) over the preset, checked by the
     solver's own parameter check.
 
@@ -136,33 +179,41 @@ def overrides(pairs: list[str]) -> dict:
     """
     import yaml
 
-    from matchbench.families.community.leiden_gpu import check_params
-
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"--set {pair!r}: expected key=value")
         out[key.strip()] = yaml.safe_load(value)
-    check_params(**{**preset(), **out})
+    p = {**preset(method), **out}
+    if method == "leiden_gpu":
+        module(method).check_params(**p)
+    else:  # louvain_gpu: the paper's parameters, then the options by name
+        from matchbench.families.community.louvain_stages import check_params
+
+        head = [p.pop(k) for k in ("t_bin", "t_final", "bin_limit", "commit", "max_iterations")]
+        try:
+            check_params(*head, **p)
+        except TypeError as exc:  # an unknown option
+            raise ValueError(str(exc)) from None
     return out
 
 
-def run(names: list[str], cache: str, profile: bool, extra: dict | None = None) -> None:
+def run(names: list[str], cache: str, profile: bool, extra: dict | None = None,
+        method: str = "leiden_gpu") -> None:
     import cupy as cp
 
     from matchbench.families.community.connectivity import disconnected_communities
-    from matchbench.families.community.leiden_gpu import leiden_gpu
     from matchbench.families.community.problem import modularity
     from matchbench.graphs.weighted import WeightedGraph
 
-    params = {**preset(), **(extra or {})}
-    print("preset:", params)
+    params = {**preset(method), **(extra or {})}
+    print(f"{method}:", params)
     for name in names:
         g = load(name, cache)
         best = None
         for rep in range(4):  # a warm-up, then three
-            part, counters, timings = leiden_gpu(g, **params)
+            part, counters, timings = solve(method, g, params)
             if rep:
                 best = timings["solve"] if best is None else min(best, timings["solve"])
         graph = WeightedGraph(n=g.n, ptr=g.ptr, ind=g.ind, weight=g.weight)
@@ -173,10 +224,10 @@ def run(names: list[str], cache: str, profile: bool, extra: dict | None = None) 
               f"{counters['kernel_launches']} launches, {counters['host_syncs']} syncs, "
               f"iterations {counters['level_iterations']}", flush=True)
         if profile:
-            prof = Profile()
+            prof = Profile(method)
             try:
                 cp.cuda.Device().synchronize()
-                _, _, timings = leiden_gpu(g, **params)
+                _, _, timings = solve(method, g, params)
                 print(f"   profiled run: {timings['solve'] * 1e3:.1f} ms (events around each launch add to it); "
                       + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in timings.items() if k != "solve"))
                 prof.report()
@@ -192,9 +243,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also time every launch and step")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="a parameter over the preset (e.g. polish=2); repeatable")
+    parser.add_argument("--method", default="leiden_gpu", choices=sorted(METHODS))
     args = parser.parse_args()
     try:
-        extra = overrides(args.set)
+        extra = overrides(args.set, args.method)
     except ValueError as exc:
         parser.error(str(exc))
     names = [n.strip() for n in args.graphs.split(",") if n.strip()]
@@ -208,7 +260,7 @@ def main() -> None:
         with ProcessPoolExecutor(len(todo)) as ex:
             for name in ex.map(make, todo, [args.cache] * len(todo)):
                 print(f"{name} generated ({time.perf_counter() - t:.0f} s)", flush=True)
-    run(names, args.cache, args.profile, extra)
+    run(names, args.cache, args.profile, extra, args.method)
 
 
 if __name__ == "__main__":
