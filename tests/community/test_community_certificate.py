@@ -210,6 +210,9 @@ GOOD = np.array([0, 0, 1, 1])
         (Partition(np.array([0, -1, 1, 1])), "community[1] = -1 is a negative community id"),
         (Partition(np.array([0, 0, 2, 2])), "not dense: 3 ids [0, 3) but id 1 is unused"),
         (Partition(np.array([1, 1, 3, 3])), "id 0 is unused"),
+        # a hostile id: named, and no array of that length is made
+        (Partition(np.array([0, 10**15, 1, 1])), "community[1] = 1000000000000000, but 4 items"),
+        (Partition(np.array([0, 0, 4, 1])), "community[2] = 4, but 4 items have ids below 4"),
         ([0, 0, 1, 1], "expected a Partition or an array of community ids, got list"),
         (
             Partition(GOOD, levels=[GOOD, np.array([0, 0])]),

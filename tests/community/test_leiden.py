@@ -317,6 +317,13 @@ def test_the_example_is_the_smallest_disconnected_community():
     c2 = np.array([1, 2, 1, 0, 0, 0, 2, 2, 2, 0])  # now 1 and 2 split as well
     d2 = disconnected_communities(g, c2)
     assert d2.count == 3 and d2.example == 0
+    # sparse huge ids (not dense: allowed here) give the same verdict, named by those ids
+    big = np.array([7, 10**15, 10**12])[c2]
+    d3 = disconnected_communities(g, big)
+    assert (d3.count, d3.communities, d3.example, d3.pieces, d3.witness) == (
+        3, 3, 7, d2.pieces, d2.witness)
+    d4 = disconnected_communities(g, np.array([7, 10**15, 10**12])[c])
+    assert (d4.count, d4.example, d4.pieces, d4.witness) == (1, 7, 2, (3, 9))
 
 
 @pytest.mark.parametrize("graph", ["ring_of_cliques", "rgg", "karate", "weighted_isolated"])

@@ -155,9 +155,14 @@ def disconnected_communities(graph: WeightedGraph, community: Any) -> Disconnect
     piece = _pieces(n, np.asarray(graph.ptr), np.asarray(graph.ind), c)
     # a piece is named by its smallest vertex, which lies in the piece's community
     roots = np.flatnonzero(piece == np.arange(n))
-    pieces = np.bincount(c[roots], minlength=int(c.max()) + 1)
-    bad = np.flatnonzero(pieces > 1)
-    communities = int(np.count_nonzero(pieces))
+    if int(c.max()) < 2 * n:  # ids small enough to count by index
+        pieces = np.bincount(c[roots], minlength=int(c.max()) + 1)
+        bad = np.flatnonzero(pieces > 1)
+        communities = int(np.count_nonzero(pieces))
+    else:  # sparse large ids (never an array as long as the largest id)
+        ids, counts = np.unique(c[roots], return_counts=True)
+        bad, communities = ids[counts > 1], int(ids.shape[0])
+        pieces = dict(zip(bad.tolist(), counts[counts > 1].tolist(), strict=True))
     if bad.shape[0] == 0:
         return Disconnected(0, communities)
     example = int(bad[0])

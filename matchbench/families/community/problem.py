@@ -275,6 +275,12 @@ def _labels(a: Any, n: int, what: str) -> np.ndarray | str:
     if a.min() < 0:
         x = int(np.flatnonzero(a < 0)[0])
         return f"{what}[{x}] = {int(a[x])} is a negative community id"
+    top = int(a.max())
+    if top >= n:  # dense ids of n items are below n; also keeps bincount's array small
+        x = int(np.argmax(a))
+        return (
+            f"{what} ids are not dense: {what}[{x}] = {top}, but {n} items have ids below {n}"
+        )
     used = np.bincount(a)
     if (used == 0).any():
         c = int(np.flatnonzero(used == 0)[0])
