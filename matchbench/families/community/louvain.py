@@ -333,8 +333,9 @@ def louvain(
         moved; ``modularity`` the Q of the last kept stage, computed on its contracted
         graph); counters ``levels`` (stages kept), ``iterations`` and ``moves`` (totals),
         ``communities`` and, per stage run ``r`` (kept or not), ``level_vertices``,
-        ``level_edges`` (CSR entries), ``level_threshold``, ``level_iterations``, ``level_moves``, ``level_q`` (lists
-        indexed by ``r``); timings ``level{r}_optimize`` and ``level{r}_aggregate`` seconds.
+        ``level_edges`` (CSR entries), ``level_threshold``, ``level_iterations``,
+        ``level_moves``, ``level_q`` (lists indexed by ``r``); timings
+        ``level{r}_optimize`` and ``level{r}_aggregate`` seconds.
 
     Notes
     -----
