@@ -24,6 +24,7 @@ from matchbench.core.params import (
     positive_float,
     positive_int,
 )
+from matchbench.families.community.louvain import _louvain
 from matchbench.families.community.louvain_buckets import ROUNDS_MAX
 from matchbench.families.community.problem import Partition
 
@@ -318,8 +319,6 @@ def _host_tail(
     moved. On integer weights every sum is exact, so the
     device and the host model hand over the same graph and get the same labels.
     """
-    from matchbench.families.community.louvain import _louvain
-
     t0 = be.mark()
     q_tail_start = q
     n, ptr, ind, w, loop = be.host_graph()
