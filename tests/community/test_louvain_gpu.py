@@ -342,12 +342,16 @@ VARIANTS = {
     "vertex_tables_smem": {"vertex_tables": True, "smem_hubs": True},
     "host_tail": {"host_tail": 1 << 40},
     "t_level": {"t_level": 2e-3},
+    "iteration_graphs": {"iteration_graphs": True},
     "fast": FAST,
     "fast_tail": {**FAST, "host_tail": 300},
+    "fast_graphs": {**FAST, "iteration_graphs": True, "pickless": 2},
 }
 #: The variants whose relaxed-commit path differs from the paper's (the rest only reorder
-#: launches when every move of an iteration is computed on its starting configuration).
-RELAXED = ("prune", "pickless", "rounds_chunks", "hashed_prune", "host_tail", "fast")
+#: launches when every move of an iteration is computed on its starting configuration),
+#: and the graphs' (relaxed commits swap the arrays a captured iteration holds).
+RELAXED = ("prune", "pickless", "rounds_chunks", "hashed_prune", "host_tail", "fast",
+           "iteration_graphs", "fast_graphs")
 CASES = [(v, "bucket") for v in sorted(VARIANTS)] + [(v, "iteration") for v in RELAXED]
 
 
@@ -402,6 +406,48 @@ def test_options_reach_their_paths(graphs, small_ranges):
     # the flat aggregation on communities of bucket 3
     _, c, _ = louvain_gpu(by_name["star700"], aggregate="flat")
     assert c["level_merge_buckets"][0][2] > 0
+
+
+@pytest.mark.parametrize("commit", ["bucket", "iteration"])
+def test_iteration_graphs_replay_the_eager_launches(graphs, small_ranges, commit):
+    """iteration_graphs: every iteration is one graph launch, captured once a stage (and
+    key); the same answer, stages and Q as launching each kernel from Python, on every
+    graph, with pick-less iterations and both commits (the relaxed one swaps the arrays a
+    graph holds); fewer launch calls wherever a stage iterates more than once."""
+    failures, fewer = [], 0
+    for kind, g, _ in graphs:
+        kw = {**FAST, "pickless": 2, "commit": commit}
+        eager, ce, _ = louvain_gpu(g, **kw)
+        part, c, _ = louvain_gpu(g, iteration_graphs=True, **kw)
+        try:
+            assert np.array_equal(part.community, eager.community)
+            assert part.modularity == eager.modularity
+            assert c["level_iterations"] == ce["level_iterations"]
+            assert c["level_q"] == ce["level_q"]
+            assert ce["graph_launches"] == 0
+            # host_tail is off: every iteration of every stage is a graph launch
+            assert c["graph_launches"] == c["iterations"]
+            assert c["host_syncs"] == ce["host_syncs"]
+            if max(c["level_iterations"], default=0) > 1:
+                assert c["kernel_launches"] < ce["kernel_launches"]
+                fewer += 1
+            _check_answer(g, part, c)
+        except AssertionError as exc:
+            failures.append(f"{kind} {g.name}: {exc}")
+    assert not failures, "\n".join(failures[:10])
+    assert fewer >= 20
+
+
+def test_iteration_graphs_at_the_real_range_sizes():
+    """Kronecker 2^16 (ranges, hub chunks, per-vertex tables: many launches an iteration)
+    with the preset and graphs: the model's answer."""
+    g = D.community_kron(16, seed=2)
+    kw = {**FAST, "iteration_graphs": True}
+    part, c, _ = louvain_gpu(g, **kw)
+    ref, rc, _ = louvain_gpu_model(g, **kw)
+    _same_as_model(part, c, ref, rc)
+    _check_answer(g, part, c)
+    assert c["graph_launches"] == c["iterations"]
 
 
 def test_fast_matches_the_model_at_the_real_range_sizes():

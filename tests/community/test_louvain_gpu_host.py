@@ -720,6 +720,7 @@ VARIANTS = {
     "rounds_hashed": {"rounds": 4, "hashed_rounds": 8, "hub_chunks": 3},
     "host_tail": {"host_tail": 1 << 40},
     "t_level": {"t_level": 2e-3},
+    "iteration_graphs": {"iteration_graphs": True},
     "fast": FAST,
     "fast_tail": {**FAST, "host_tail": 300},
 }
@@ -879,6 +880,10 @@ def test_host_tail_is_checked():
     for bad in (-1e-3, float("nan"), "small"):
         with pytest.raises((ValueError, TypeError), match="t_level"):
             Options.checked(t_level=bad)
+    assert Options.checked(iteration_graphs=True).changed() == {"iteration_graphs": True}
+    for bad in (1, "yes", None):
+        with pytest.raises((ValueError, TypeError), match="iteration_graphs"):
+            Options.checked(iteration_graphs=bad)
 
 
 def test_aggregation_tolerance_stops_too_early_on_a_grid():

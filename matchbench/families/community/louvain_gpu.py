@@ -128,6 +128,9 @@ class _DeviceLevels:
         self.launches = 0
         self.syncs = 0
         self.peak = 0
+        self.graph_launches = 0  # option iteration_graphs: the stage's graph, per key
+        self.graphs: dict[tuple[bool, int], Any] = {}
+        self.capture: Any = None
         self.src = cp.empty(max(self.nnz, 1), dtype=cp.int32)
         self._launch("louvain_rows", _grid(self.n, sms, BLOCK // 32),
                      (np.int64(self.n), ptr, self.src))
@@ -245,12 +248,54 @@ class _DeviceLevels:
         return two_m, float(q0)
 
     def iterate(self, lower_only: bool = False) -> tuple[int, float, float]:
-        cp, st = self.cp, self.stats
+        if self.opts.iteration_graphs:
+            self._replay(lower_only)
+        else:
+            self._enqueue(lower_only)
+        s = self._get(self.stats)
+        f = s.view(np.float64)
+        return int(s[0]), float(f[1]) + self.loop2, float(f[2])
+
+    def _buffers(self) -> None:
+        """The iteration's scratch arrays, made once a stage, before any capture (no pool
+        allocation may happen while a stream is captured)."""
+        cp = self.cp
+        if not self.relaxed and self.prev is None:
+            self.prev = cp.empty_like(self.C)
+        if self.relaxed and self.a2 is None:
+            self.a2 = cp.empty_like(self.a)
+            self.size2 = cp.empty_like(self.size)
+
+    def _replay(self, lower_only: bool) -> None:
+        """Option ``iteration_graphs``: the iteration's launches (:meth:`_enqueue`) captured
+        once a stage as a CUDA graph, on a stream of their own, then launched on the current
+        stream, for this and every later iteration of the stage: one launch call instead of
+        one per kernel. The graph holds the stage's arrays by address, so it is keyed by
+        ``lower_only`` and the arrays the relaxed commit swaps; :meth:`renumber` drops it."""
+        cp = self.cp
+        self._buffers()
+        key = (bool(lower_only), int(self.C.data.ptr))
+        graph = self.graphs.get(key)
+        if graph is None:
+            if self.capture is None:
+                self.capture = cp.cuda.Stream(non_blocking=True)
+            with self.capture:
+                self.capture.begin_capture()
+                try:
+                    self._enqueue(lower_only)
+                finally:
+                    graph = self.capture.end_capture()
+            self.graphs[key] = graph
+        graph.launch()
+        self.graph_launches += 1
+
+    def _enqueue(self, lower_only: bool) -> None:
+        """One iteration's launches (Alg. 1 lines 4-11 and the quality sum), no sync."""
+        st = self.stats
+        self._buffers()
         st.fill(0)
         self._ops()
         if not self.relaxed:
-            if self.prev is None:
-                self.prev = cp.empty_like(self.C)
             self._copy(self.prev, self.C)
         prune = np.int32(self.opts.prune)
         marks = (self.ptr, self.ind, self.flag, prune)
@@ -289,9 +334,6 @@ class _DeviceLevels:
                 )
         comm, a = self.C, self.a
         if self.relaxed:
-            if self.a2 is None:
-                self.a2 = cp.empty_like(self.a)
-                self.size2 = cp.empty_like(self.size)
             self.a2.fill(0)
             self.size2.fill(0)
             self._ops(2)
@@ -306,9 +348,6 @@ class _DeviceLevels:
             _grid(max(self.nnz, self.n), self.sms),
             (np.int64(self.nnz), self.src, self.ind, self.w, comm, np.int64(self.n), a, st),
         )
-        s = self._get(st)
-        f = s.view(np.float64)
-        return int(s[0]), float(f[1]) + self.loop2, float(f[2])
 
     def accept(self) -> None:
         if self.relaxed:
@@ -325,6 +364,7 @@ class _DeviceLevels:
     def renumber(self) -> int:
         cp, n = self.cp, self.n
         # the optimization's arrays go before the aggregation's (only C is read from here on)
+        self.graphs = {}
         self.k = self.newc = self.a = self.size = self.order = self.flag = None
         self.prev = self.a2 = self.size2 = self.g7 = self.v7 = None
         self.com_size = cp.zeros(n, dtype=cp.int32)
@@ -546,7 +586,8 @@ def _run_device(
     seconds = stage_totals({
         f"level{r}_{what}": cp.cuda.get_elapsed_time(a, b) / 1e3 for r, what, a, b in out.marks
     })
-    counters = {"kernel_launches": be.launches, "host_syncs": be.syncs, "commit": commit}
+    counters = {"kernel_launches": be.launches, "host_syncs": be.syncs, "commit": commit,
+                "graph_launches": be.graph_launches}
     return _DeviceRun(community, out.levels, out, seconds, counters, be.peak)
 
 
@@ -589,7 +630,7 @@ def louvain_gpu(
         (:class:`~matchbench.families.community.louvain_stages.Options`: ``rounds``,
         ``hub_chunks``, ``prune``, ``pickless``, ``t_drop``, ``aggregation_tolerance``,
         ``aggregate``, ``hashed_rounds``, ``smem_hubs``, ``vertex_tables``, ``host_tail``,
-        ``t_level``); none by default,
+        ``t_level``, ``iteration_graphs``); none by default,
         the paper's method.
 
     Returns
