@@ -29,7 +29,7 @@
 // if its id is lower (else it stays: the winner is not replaced by the runner-up).
 //
 // Kernels
-//   louvain_setup        Alg. 1 line 2: k_i (a warp per vertex), C = newc = identity, a = k,
+//   louvain_setup        Alg. 1 line 2: k_i (a thread per vertex, a warp per long row), C = newc = identity, a = k,
 //                        size = 1, the degree bucket and sort key of each vertex, and per level
 //                        the bucket counts, max degree, 2m, sum k^2 and 2 sum loop (block
 //                        reductions, one atomic per block and value).
@@ -382,7 +382,7 @@ __device__ __forceinline__ double* lv_dslot(unsigned long long* stats, int slot)
 
 // ---- Alg. 1 line 2: the level's setup ------------------------------------------------------
 
-// A warp per vertex: k_i = sum of its weights + 2 loop[i] (Sec. 2: self-loops count in k_i);
+// A thread per vertex: k_i = sum of its weights + 2 loop[i] (Sec. 2: self-loops count in k_i);
 // C = newc = identity (every vertex a community by itself), a = k, size = 1, flag = 1; key[i]
 // its (range, bucket) sort key. stats (zeroed by the host): max degree, 2m = sum k, sum k^2
 // (the singletons' Eq. 1 spread), 2 sum loop (their inside term), and from LV_COUNTS the
@@ -390,6 +390,40 @@ __device__ __forceinline__ double* lv_dslot(unsigned long long* stats, int slot)
 // (the options' rounds), or with hashed ((v * LV_HASH_MULT) mod 2^32) R >> 32 (hashed_rounds,
 // beyond the paper: Alg. 1 line 5's pass over a bucket taken in R hashed parts; 32-bit
 // unsigned product, then 64-bit, as louvain_buckets.round_of computes it).
+// A row of more than LV_ROW_SERIAL entries is summed by its whole warp (lv_row_sum); the
+// rest by their own thread: a warp per vertex left 31 lanes idle on graphs of mean degree
+// 3-6 and made the level's setup latency-bound (1.56 ms for road 2^22's 4.2M vertices on an
+// H100). Sums of integer weights are exact in any order, so the host model still agrees.
+#define LV_ROW_SERIAL 16
+
+// The weight sum of each lane's row [beg, end): rows of at most LV_ROW_SERIAL entries by
+// their lane, longer ones by the whole warp in turn (called by all 32 lanes; has_row false
+// for a lane past the last vertex).
+__device__ __forceinline__ double lv_row_sum(bool has_row, long long beg, long long end,
+                                             const double* __restrict__ w, int lane) {
+  const bool wide = has_row && end - beg > LV_ROW_SERIAL;
+  double s = 0.0;
+  if (has_row && !wide)
+    for (long long p = beg; p < end; ++p) s += w[p];
+  for (unsigned m = __ballot_sync(LV_FULL, wide); m; m &= m - 1) {
+    const int src = __ffs(m) - 1;
+    const long long b = __shfl_sync(LV_FULL, beg, src), e = __shfl_sync(LV_FULL, end, src);
+    double t = 0.0;
+    for (long long p = b + lane; p < e; p += 32) t += w[p];
+    t = lv_group_sum<32>(t);
+    if (lane == src) s = t;
+  }
+  return s;
+}
+
+// Grid-stride loop in whole warps (every lane of a warp takes the same trips, so the warp's
+// collectives in lv_row_sum see all 32 lanes); v is the lane's item, valid when v < n.
+#define LV_FOR_WARPS(v, n)                                                               \
+  for (long long v = (long long)blockIdx.x * LV_BLOCK + threadIdx.x,                     \
+                 v##_first = v - (threadIdx.x & 31);                                     \
+       v##_first < (long long)(n);                                                       \
+       v += (long long)LV_BLOCK * gridDim.x, v##_first += (long long)LV_BLOCK * gridDim.x)
+
 extern "C" __global__ void louvain_setup(long long n, const long long* __restrict__ ptr,
                                          const double* __restrict__ w,
                                          const double* __restrict__ loop, double* k, int* C,
@@ -404,15 +438,13 @@ extern "C" __global__ void louvain_setup(long long n, const long long* __restric
   if (threadIdx.x < 3) s_sum[threadIdx.x] = 0.0;
   __syncthreads();
   const int lane = threadIdx.x & 31;
-  const long long warps = (long long)gridDim.x * (LV_BLOCK / 32);
   double two_m = 0.0, k2 = 0.0, loop2 = 0.0;
-  for (long long v = (long long)blockIdx.x * (LV_BLOCK / 32) + (threadIdx.x >> 5); v < n;
-       v += warps) {
-    const long long beg = ptr[v], end = ptr[v + 1];
-    double s = 0.0;
-    for (long long p = beg + lane; p < end; p += 32) s += w[p];
-    s = lv_group_sum<32>(s);
-    if (lane == 0) {
+  unsigned long long top = 0;
+  LV_FOR_WARPS(v, n) {
+    const bool has = v < n;
+    const long long beg = has ? ptr[v] : 0, end = has ? ptr[v + 1] : 0;
+    const double s = lv_row_sum(has, beg, end, w, lane);
+    if (has) {
       const double lp = 2.0 * loop[v];
       const double kv = s + lp;
       k[v] = kv;
@@ -432,16 +464,22 @@ extern "C" __global__ void louvain_setup(long long n, const long long* __restric
       const int slot = r * 8 + b;
       key[v] = ((unsigned long long)slot << LV_KEY_SHIFT) | low;
       atomicAdd(&s_cnt[slot], 1ull);
-      atomicMax(&s_max, (unsigned long long)deg);
+      top = max(top, (unsigned long long)deg);
       two_m += kv;
       k2 += kv * kv;
       loop2 += lp;
     }
   }
+  // the block's sums: a warp reduction, then one shared atomic per warp and value
+  two_m = lv_group_sum<32>(two_m);
+  k2 = lv_group_sum<32>(k2);
+  loop2 = lv_group_sum<32>(loop2);
+  for (int o = 16; o > 0; o >>= 1) top = max(top, __shfl_xor_sync(LV_FULL, top, o));
   if (lane == 0) {
     atomicAdd(&s_sum[0], two_m);
     atomicAdd(&s_sum[1], k2);
     atomicAdd(&s_sum[2], loop2);
+    atomicMax(&s_max, top);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < 8 * rounds; i += LV_BLOCK)
@@ -454,14 +492,24 @@ extern "C" __global__ void louvain_setup(long long n, const long long* __restric
   }
 }
 
-// src[p] = i for every entry p of row i (a warp per row).
+// src[p] = i for every entry p of row i: a thread per row, rows of more than LV_ROW_SERIAL
+// entries by their whole warp in turn (as lv_row_sum).
 extern "C" __global__ void louvain_rows(long long n, const long long* __restrict__ ptr,
                                         int* src) {
   const int lane = threadIdx.x & 31;
-  const long long warps = (long long)gridDim.x * (LV_BLOCK / 32);
-  for (long long v = (long long)blockIdx.x * (LV_BLOCK / 32) + (threadIdx.x >> 5); v < n;
-       v += warps)
-    for (long long p = ptr[v] + lane; p < ptr[v + 1]; p += 32) src[p] = (int)v;
+  LV_FOR_WARPS(v, n) {
+    const bool has = v < n;
+    const long long beg = has ? ptr[v] : 0, end = has ? ptr[v + 1] : 0;
+    const bool wide = has && end - beg > LV_ROW_SERIAL;
+    if (has && !wide)
+      for (long long p = beg; p < end; ++p) src[p] = (int)v;
+    for (unsigned m = __ballot_sync(LV_FULL, wide); m; m &= m - 1) {
+      const int from = __ffs(m) - 1;
+      const long long b = __shfl_sync(LV_FULL, beg, from), e = __shfl_sync(LV_FULL, end, from);
+      const int row = (int)__shfl_sync(LV_FULL, v, from);
+      for (long long p = b + lane; p < e; p += 32) src[p] = row;
+    }
+  }
 }
 
 // out[t] = the table size of item order[start + t], t < count: the smallest prime above 1.5

@@ -16,6 +16,7 @@ of them, and every option through the model on planted, Kronecker, mesh and rand
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -642,6 +643,8 @@ def test_fast_config_instantiates_with_its_options():
     opts = {k: v for k, v in cfg.items() if k in Options.__dataclass_fields__}
     assert Options(**opts).changed() and set(Options(**opts).changed()) <= set(s.params)
     assert s.variant() != configured(LouvainGPU).variant()
+    # every option is a parameter of the solver (the presets set them by name)
+    assert set(Options.__dataclass_fields__) <= set(inspect.signature(LouvainGPU).parameters)
     # the faithful config leaves every option to the solver's default, the paper's value:
     # its variant and task ids are those of the runs made before the options
     base = OmegaConf.load(ROOT / "conf" / "algorithm" / "louvain_gpu.yaml")

@@ -132,7 +132,7 @@ class _DeviceLevels:
         self.graphs: dict[tuple[bool, int], Any] = {}
         self.capture: Any = None
         self.src = cp.empty(max(self.nnz, 1), dtype=cp.int32)
-        self._launch("louvain_rows", _grid(self.n, sms, BLOCK // 32),
+        self._launch("louvain_rows", _grid(self.n, sms),
                      (np.int64(self.n), ptr, self.src))
 
     @property
@@ -188,7 +188,7 @@ class _DeviceLevels:
         self._ops()
         self._launch(
             "louvain_setup",
-            _grid(n, self.sms, BLOCK // 32),
+            _grid(n, self.sms),
             (np.int64(n), self.ptr, self.w, self.loop, self.k, self.C, self.newc, self.a,
              self.size, key, st, np.int32(rounds), self.flag, np.int32(hashed)),
         )
@@ -717,12 +717,12 @@ class LouvainGPU(DeviceCommunitySolver):
         its relaxed variant (Sec. 5).
     max_iterations : int
         Iterations per stage at most.
-    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs, vertex_tables, host_tail, t_level
+    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs, vertex_tables, host_tail, t_level, iteration_graphs
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`); their defaults
-        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false, false, 0, 0.0) are the paper's method, which
-        ``conf/algorithm/louvain_gpu.yaml`` runs; :class:`LouvainGPUFast` is the recommended
-        combination. Only the options that differ from the paper's are variant parameters
+        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false, false, 0, 0.0, false) are the paper's
+        method, which ``conf/algorithm/louvain_gpu.yaml`` runs; :class:`LouvainGPUFast` is
+        the recommended combination. Only the options that differ from the paper's are variant parameters
         (``params``, the ``variant`` column), so the paper's variant string is unchanged.
 
     Notes
@@ -760,13 +760,14 @@ class LouvainGPU(DeviceCommunitySolver):
         vertex_tables: bool = False,
         host_tail: int = 0,
         t_level: float = 0.0,
+        iteration_graphs: bool = False,
     ) -> None:
         opts = check_params(
             t_bin, t_final, bin_limit, commit, max_iterations, rounds=rounds,
             hub_chunks=hub_chunks, prune=prune, pickless=pickless, t_drop=t_drop,
             aggregation_tolerance=aggregation_tolerance, aggregate=aggregate,
             hashed_rounds=hashed_rounds, smem_hubs=smem_hubs, vertex_tables=vertex_tables,
-            host_tail=host_tail, t_level=t_level,
+            host_tail=host_tail, t_level=t_level, iteration_graphs=iteration_graphs,
         )
         super().__init__(
             t_bin=float(t_bin),
