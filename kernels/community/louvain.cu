@@ -346,18 +346,50 @@ __device__ __forceinline__ unsigned long long lv_block_sum_u64(unsigned long lon
   return t;
 }
 
-// A group of G threads (a warp, or the whole block of LV_BLOCK): barrier, sum, scan.
+// A group of G threads (an aligned part of a warp, G = 8 or 16; a warp; or the whole block of
+// LV_BLOCK): barrier, sum, scan. Groups within a warp use their own lane mask, so groups of one
+// warp may take different trip counts through the same loops.
+template <int G>
+__device__ __forceinline__ unsigned lv_gmask() {
+  if constexpr (G >= 32) return LV_FULL;
+  else return ((1u << G) - 1u) << ((threadIdx.x & 31) & ~(G - 1));
+}
 template <int G>
 __device__ __forceinline__ void lv_gsync() {
-  if constexpr (G == 32) __syncwarp(); else __syncthreads();
+  if constexpr (G < 32) __syncwarp(lv_gmask<G>());
+  else if constexpr (G == 32) __syncwarp();
+  else __syncthreads();
 }
 template <int G>
 __device__ __forceinline__ double lv_gsum(double x) {
-  if constexpr (G == 32) return lv_group_sum<32>(x); else return lv_block_sum(x);
+  if constexpr (G < 32) {
+    const unsigned mask = lv_gmask<G>();
+#pragma unroll
+    for (int o = G / 2; o > 0; o >>= 1) x += __shfl_xor_sync(mask, x, o);
+    return x;
+  } else if constexpr (G == 32) {
+    return lv_group_sum<32>(x);
+  } else {
+    return lv_block_sum(x);
+  }
 }
 template <int G>
 __device__ __forceinline__ long long lv_gscan(long long x, long long* total) {
-  if constexpr (G == 32) return lv_warp_scan(x, total); else return lv_block_scan(x, total);
+  if constexpr (G < 32) {
+    const unsigned mask = lv_gmask<G>();
+    const int t = threadIdx.x & (G - 1);
+#pragma unroll
+    for (int o = 1; o < G; o <<= 1) {
+      const long long y = __shfl_up_sync(mask, x, o, G);
+      if (t >= o) x += y;
+    }
+    *total = __shfl_sync(mask, x, G - 1, G);
+    return x;
+  } else if constexpr (G == 32) {
+    return lv_warp_scan(x, total);
+  } else {
+    return lv_block_scan(x, total);
+  }
 }
 
 // Eq. 2 for a candidate with e = e_{i->c} and a_c, given e_own = e_{i->C(i)\{i}}, a_own and
@@ -927,7 +959,7 @@ __device__ __forceinline__ void lv_merge_one(
     const int* __restrict__ lab, const int* __restrict__ newID,
     const long long* __restrict__ edgePos, int* tind, double* tw, long long* rowlen,
     long long* tpos, double* nloop) {
-  const int t = G == 32 ? (threadIdx.x & 31) : threadIdx.x;
+  const int t = G <= 32 ? (threadIdx.x & (G - 1)) : threadIdx.x;
   const int d = newID[c] - 1;
   for (unsigned long long s = t; s < P; s += G) {
     keys[s] = LV_EMPTY;
@@ -1004,19 +1036,47 @@ __device__ __forceinline__ void lv_merge_one(
 #define LV_MERGE_PASS \
   vstart, comSize, members, ptr, ind, w, loop, lab, newID, edgePos, tind, tw, rowlen, tpos, nloop
 
-// Bucket 1 (comDegree <= 127): a warp per community, its table in shared memory.
+// Bucket 1 (comDegree <= 127): a warp per community, its table in shared memory (Sec. 4.1).
+// Beyond the paper, each warp takes LV_MERGE_QUAD consecutive communities of the bucket: when
+// all of them have comDegree <= LV_M0 (most communities of a sparse graph's first levels:
+// 2-6 vertices of degree 3-6) a group of 8 lanes merges each, at once, in a quarter of the
+// warp's table (4 x lv_prime_of_deg[LV_M0] = 188 <= LV_MTS1 slots); otherwise the warp merges
+// them one after another. A warp per small community left its merge latency-bound (1.67 ms
+// for road 2^22's first level on an H100). The same tables, so the same contracted graph.
+#define LV_M0 31
+#define LV_MERGE_QUAD 4
 extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_merge_warp(LV_MERGE_ARGS) {
   constexpr int W = LV_BLOCK / 32;
+  constexpr int Q = LV_MERGE_QUAD, S = 32 / LV_MERGE_QUAD, P0 = LV_MTS1 / LV_MERGE_QUAD;
   __shared__ int s_keys[W][LV_MTS1];
   __shared__ double s_vals[W][LV_MTS1];
   __shared__ long long s_beg[W][32];
   __shared__ long long s_pre[W][32];
-  const int wid = threadIdx.x >> 5;
-  const long long idx = (long long)blockIdx.x * W + wid;
-  if (idx >= count) return;  // the whole warp: its barriers are warp barriers
-  const int c = corder[start + idx];
-  lv_merge_one<32, false>(c, s_keys[wid], s_vals[wid], lv_prime_of_deg[comDegree[c]],
-                          s_beg[wid], s_pre[wid], LV_MERGE_PASS);
+  const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const long long first = ((long long)blockIdx.x * W + wid) * Q;
+  if (first >= count) return;  // the whole warp: its barriers are warp barriers
+  const int mine = (int)min((long long)Q, count - first);  // communities of this warp
+  int c = -1;
+  long long deg = 0;
+  if (lane < mine) {
+    c = corder[start + first + lane];
+    deg = comDegree[c];
+  }
+  if (__all_sync(LV_FULL, deg <= LV_M0)) {
+    const int g = lane / S;  // this lane's group and community
+    const int cg = __shfl_sync(LV_FULL, c, g < mine ? g : 0);
+    const long long dg = __shfl_sync(LV_FULL, deg, g < mine ? g : 0);
+    if (g < mine)  // whole groups: their barriers are their own lanes'
+      lv_merge_one<S, false>(cg, s_keys[wid] + g * P0, s_vals[wid] + g * P0,
+                             lv_prime_of_deg[dg], s_beg[wid] + g * S, s_pre[wid] + g * S,
+                             LV_MERGE_PASS);
+    return;
+  }
+  for (int i = 0; i < mine; ++i) {
+    const int ci = __shfl_sync(LV_FULL, c, i);
+    lv_merge_one<32, false>(ci, s_keys[wid], s_vals[wid], lv_prime_of_deg[comDegree[ci]],
+                            s_beg[wid], s_pre[wid], LV_MERGE_PASS);
+  }
 }
 
 // Bucket 2 (comDegree in [128, 479]): a block per community, its table in shared memory.

@@ -107,6 +107,10 @@ def test_the_kernels_constants_are_the_hosts():
     assert [_define(f"LV_TS{i}") for i in range(1, 7)] == list(MOVE_SLOTS)
     assert [_define(f"LV_M{i}") for i in (1, 2)] == list(MERGE_BOUNDS)
     assert [_define(f"LV_MTS{i}") for i in (1, 2)] == list(MERGE_SLOTS)
+    assert _define("LV_MERGE_QUAD") == LB.MERGE_QUAD and _define("LV_M0") == LB.MERGE_SMALL
+    # the small communities' tables share a warp's: a quarter each holds the largest
+    assert LB.MERGE_QUAD * table_size(LB.MERGE_SMALL) <= MERGE_SLOTS[0]
+    assert 32 % LB.MERGE_QUAD == 0 and LB.MERGE_SMALL < MERGE_BOUNDS[0]
     assert _define("LV_BLOCK") == LB.BLOCK == 128
     assert _define("LV_KEY_SHIFT") == LB.KEY_SHIFT
     assert _define("LV_ROUNDS_MAX") == LB.ROUNDS_MAX

@@ -31,6 +31,11 @@ MOVE_SLOTS = (7, 13, 29, 53, 127, 479)
 MERGE_BOUNDS = (127, 479)
 #: Their shared table slots (a warp's, a block's).
 MERGE_SLOTS = (191, 719)
+#: Communities of aggregation bucket 1 per warp (LV_MERGE_QUAD): merged a group of
+#: 32 / MERGE_QUAD lanes each when all have comDegree <= MERGE_SMALL (LV_M0), each in a
+#: MERGE_QUAD-th of the warp's table, else one after another by the whole warp.
+MERGE_QUAD = 4
+MERGE_SMALL = 31
 #: Bytes the global hash tables of bucket 7 (and aggregation bucket 3) may take at least; more
 #: blocks share the work up to 4 per SM while their tables fit max(this, 4 bytes per entry).
 GLOBAL_TABLE_BYTES = 64 << 20

@@ -430,7 +430,8 @@ class _DeviceLevels:
         )
         common = (corder, np.int64(starts[1]), np.int64(c[1]), vstart)
         if c[1]:
-            self._launch("louvain_merge_warp", -(-int(c[1]) // (BLOCK // 32)), common + head)
+            per_block = BLOCK // 32 * LB.MERGE_QUAD  # communities: MERGE_QUAD a warp
+            self._launch("louvain_merge_warp", -(-int(c[1]) // per_block), common + head)
         if c[2]:
             common = (corder, np.int64(starts[2]), np.int64(c[2]), vstart)
             self._launch("louvain_merge_block", min(int(c[2]), _INT32_MAX), common + head)
