@@ -1036,33 +1036,35 @@ __device__ __forceinline__ void lv_merge_one(
 #define LV_MERGE_PASS \
   vstart, comSize, members, ptr, ind, w, loop, lab, newID, edgePos, tind, tw, rowlen, tpos, nloop
 
-// Bucket 1 (comDegree <= 127): a warp per community, its table in shared memory (Sec. 4.1).
-// Beyond the paper, each warp takes LV_MERGE_QUAD consecutive communities of the bucket: when
-// all of them have comDegree <= LV_M0 (most communities of a sparse graph's first levels:
-// 2-6 vertices of degree 3-6) a group of 8 lanes merges each, at once, in a quarter of the
-// warp's table (4 x lv_prime_of_deg[LV_M0] = 188 <= LV_MTS1 slots); otherwise the warp merges
-// them one after another. A warp per small community left its merge latency-bound (1.67 ms
-// for road 2^22's first level on an H100). The same tables, so the same contracted graph.
+// Bucket 1 (comDegree <= 127): a warp per community, its table in shared memory (Sec. 4.1;
+// per_warp = 1). Option small_merge (per_warp = LV_MERGE_QUAD, beyond the paper): each warp
+// takes LV_MERGE_QUAD consecutive communities of the bucket; when all of them have comDegree
+// <= LV_M0 (most communities of a sparse graph's first levels: 2-6 vertices of degree 3-6) a
+// group of 8 lanes merges each, at once, in a quarter of the warp's table (4 x
+// lv_prime_of_deg[LV_M0] = 188 <= LV_MTS1 slots); otherwise the warp merges them one after
+// another. A warp per small community left the merge latency-bound (1.67 ms for road 2^22's
+// first level on an H100, 0.84 ms with the option). The same tables, so the same graph.
 #define LV_M0 31
 #define LV_MERGE_QUAD 4
-extern "C" __global__ void __launch_bounds__(LV_BLOCK) louvain_merge_warp(LV_MERGE_ARGS) {
+extern "C" __global__ void __launch_bounds__(LV_BLOCK)
+    louvain_merge_warp(LV_MERGE_ARGS, int per_warp) {
   constexpr int W = LV_BLOCK / 32;
-  constexpr int Q = LV_MERGE_QUAD, S = 32 / LV_MERGE_QUAD, P0 = LV_MTS1 / LV_MERGE_QUAD;
+  constexpr int S = 32 / LV_MERGE_QUAD, P0 = LV_MTS1 / LV_MERGE_QUAD;
   __shared__ int s_keys[W][LV_MTS1];
   __shared__ double s_vals[W][LV_MTS1];
   __shared__ long long s_beg[W][32];
   __shared__ long long s_pre[W][32];
   const int wid = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const long long first = ((long long)blockIdx.x * W + wid) * Q;
+  const long long first = ((long long)blockIdx.x * W + wid) * per_warp;
   if (first >= count) return;  // the whole warp: its barriers are warp barriers
-  const int mine = (int)min((long long)Q, count - first);  // communities of this warp
+  const int mine = (int)min((long long)per_warp, count - first);  // this warp's communities
   int c = -1;
   long long deg = 0;
   if (lane < mine) {
     c = corder[start + first + lane];
     deg = comDegree[c];
   }
-  if (__all_sync(LV_FULL, deg <= LV_M0)) {
+  if (per_warp == LV_MERGE_QUAD && __all_sync(LV_FULL, deg <= LV_M0)) {
     const int g = lane / S;  // this lane's group and community
     const int cg = __shfl_sync(LV_FULL, c, g < mine ? g : 0);
     const long long dg = __shfl_sync(LV_FULL, deg, g < mine ? g : 0);

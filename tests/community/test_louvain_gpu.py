@@ -343,6 +343,7 @@ VARIANTS = {
     "host_tail": {"host_tail": 1 << 40},
     "t_level": {"t_level": 2e-3},
     "iteration_graphs": {"iteration_graphs": True},
+    "small_merge": {"small_merge": True},
     "fast": FAST,
     "fast_tail": {**FAST, "host_tail": 300},
     "fast_graphs": {**FAST, "iteration_graphs": True, "pickless": 2},
@@ -453,6 +454,23 @@ def test_iteration_graphs_at_the_real_range_sizes():
     _same_as_model(part, c, ref, rc)
     _check_answer(g, part, c)
     assert c["graph_launches"] == c["iterations"]
+
+
+@pytest.mark.parametrize("make", [lambda: D.community_road(15, seed=3),
+                                  lambda: D.community_delaunay(15, seed=3),
+                                  lambda: D.community_kron(14, seed=3)])
+def test_small_merge_contracts_the_same_graph(make):
+    """small_merge on graphs whose first levels have many communities of comDegree <= 31
+    (groups of 8 lanes) beside larger ones of bucket 1 (their warps merge four in turn):
+    the same levels as a warp per community, and the model's."""
+    g = make()
+    off, co, _ = louvain_gpu(g, **{**FAST, "small_merge": False})
+    on, c, _ = louvain_gpu(g, **{**FAST, "small_merge": True})
+    _same_as_model(on, c, off, co)
+    assert c["level_merge_buckets"][0][0] > 1000  # bucket 1 at the first level
+    ref, rc, _ = louvain_gpu_model(g, **{**FAST, "small_merge": True})
+    _same_as_model(on, c, ref, rc)
+    _check_answer(g, on, c)
 
 
 def test_fast_matches_the_model_at_the_real_range_sizes():

@@ -728,6 +728,7 @@ VARIANTS = {
     "host_tail": {"host_tail": 1 << 40},
     "t_level": {"t_level": 2e-3},
     "iteration_graphs": {"iteration_graphs": True},
+    "small_merge": {"small_merge": True},
     "fast": FAST,
     "fast_tail": {**FAST, "host_tail": 300},
 }
@@ -887,10 +888,11 @@ def test_host_tail_is_checked():
     for bad in (-1e-3, float("nan"), "small"):
         with pytest.raises((ValueError, TypeError), match="t_level"):
             Options.checked(t_level=bad)
-    assert Options.checked(iteration_graphs=True).changed() == {"iteration_graphs": True}
-    for bad in (1, "yes", None):
-        with pytest.raises((ValueError, TypeError), match="iteration_graphs"):
-            Options.checked(iteration_graphs=bad)
+    for name in ("iteration_graphs", "small_merge"):
+        assert Options.checked(**{name: True}).changed() == {name: True}
+        for bad in (1, "yes", None):
+            with pytest.raises((ValueError, TypeError), match=name):
+                Options.checked(**{name: bad})
 
 
 def test_aggregation_tolerance_stops_too_early_on_a_grid():

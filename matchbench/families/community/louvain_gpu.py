@@ -430,8 +430,9 @@ class _DeviceLevels:
         )
         common = (corder, np.int64(starts[1]), np.int64(c[1]), vstart)
         if c[1]:
-            per_block = BLOCK // 32 * LB.MERGE_QUAD  # communities: MERGE_QUAD a warp
-            self._launch("louvain_merge_warp", -(-int(c[1]) // per_block), common + head)
+            per_warp = LB.MERGE_QUAD if self.opts.small_merge else 1
+            self._launch("louvain_merge_warp", -(-int(c[1]) // (BLOCK // 32 * per_warp)),
+                         common + head + (np.int32(per_warp),))
         if c[2]:
             common = (corder, np.int64(starts[2]), np.int64(c[2]), vstart)
             self._launch("louvain_merge_block", min(int(c[2]), _INT32_MAX), common + head)
@@ -631,7 +632,7 @@ def louvain_gpu(
         (:class:`~matchbench.families.community.louvain_stages.Options`: ``rounds``,
         ``hub_chunks``, ``prune``, ``pickless``, ``t_drop``, ``aggregation_tolerance``,
         ``aggregate``, ``hashed_rounds``, ``smem_hubs``, ``vertex_tables``, ``host_tail``,
-        ``t_level``, ``iteration_graphs``); none by default,
+        ``t_level``, ``iteration_graphs``, ``small_merge``); none by default,
         the paper's method.
 
     Returns
@@ -718,13 +719,14 @@ class LouvainGPU(DeviceCommunitySolver):
         its relaxed variant (Sec. 5).
     max_iterations : int
         Iterations per stage at most.
-    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs, vertex_tables, host_tail, t_level, iteration_graphs
+    rounds, hub_chunks, prune, pickless, t_drop, aggregation_tolerance, aggregate, hashed_rounds, smem_hubs, vertex_tables, host_tail, t_level, iteration_graphs, small_merge
         The options beyond the paper
         (:class:`~matchbench.families.community.louvain_stages.Options`); their defaults
-        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false, false, 0, 0.0, false) are the paper's
-        method, which ``conf/algorithm/louvain_gpu.yaml`` runs; :class:`LouvainGPUFast` is
-        the recommended combination. Only the options that differ from the paper's are variant parameters
-        (``params``, the ``variant`` column), so the paper's variant string is unchanged.
+        (1, 1, false, 0, 1.0, 1.0, "hash", 0, false, false, 0, 0.0, false, false) are the
+        paper's method, which ``conf/algorithm/louvain_gpu.yaml`` runs;
+        :class:`LouvainGPUFast` is the recommended combination. Only the options that differ
+        from the paper's are variant parameters (``params``, the ``variant`` column), so the
+        paper's variant string is unchanged.
 
     Notes
     -----
@@ -762,6 +764,7 @@ class LouvainGPU(DeviceCommunitySolver):
         host_tail: int = 0,
         t_level: float = 0.0,
         iteration_graphs: bool = False,
+        small_merge: bool = False,
     ) -> None:
         opts = check_params(
             t_bin, t_final, bin_limit, commit, max_iterations, rounds=rounds,
@@ -769,6 +772,7 @@ class LouvainGPU(DeviceCommunitySolver):
             aggregation_tolerance=aggregation_tolerance, aggregate=aggregate,
             hashed_rounds=hashed_rounds, smem_hubs=smem_hubs, vertex_tables=vertex_tables,
             host_tail=host_tail, t_level=t_level, iteration_graphs=iteration_graphs,
+            small_merge=small_merge,
         )
         super().__init__(
             t_bin=float(t_bin),

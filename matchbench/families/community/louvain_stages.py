@@ -131,6 +131,12 @@ class Options:
         same order on the same arrays, so the same moves: the host model has nothing to
         model. The graph is instantiated once per stage, which only pays where a stage
         iterates more than once.
+    small_merge : bool
+        Aggregation bucket 1 (comDegree <= 127, a warp per community in paper III) takes
+        :data:`~matchbench.families.community.louvain_buckets.MERGE_QUAD` communities a
+        warp; when all of them have comDegree <= ``MERGE_SMALL`` (31) a group of 8 lanes
+        merges each, at once, in a quarter of the warp's table, else the warp merges them
+        one after another. The same tables, so the same contracted graph.
     """
 
     rounds: int = 1
@@ -146,6 +152,7 @@ class Options:
     host_tail: int = 0
     t_level: float = 0.0
     iteration_graphs: bool = False
+    small_merge: bool = False
 
     @classmethod
     def checked(cls, **kw: Any) -> Options:
@@ -173,10 +180,11 @@ class Options:
         non_negative_int("louvain_gpu: host_tail", o.host_tail)
         non_negative_float("louvain_gpu: t_level", o.t_level)
         boolean("louvain_gpu: iteration_graphs", o.iteration_graphs)
+        boolean("louvain_gpu: small_merge", o.small_merge)
         return cls(int(o.rounds), int(o.hub_chunks), bool(o.prune), int(o.pickless),
                    float(o.t_drop), float(tol), o.aggregate, int(o.hashed_rounds),
                    bool(o.smem_hubs), bool(o.vertex_tables), int(o.host_tail),
-                   float(o.t_level), bool(o.iteration_graphs))
+                   float(o.t_level), bool(o.iteration_graphs), bool(o.small_merge))
 
     def changed(self) -> dict[str, Any]:
         """The options whose values differ from the paper's (the defaults)."""
