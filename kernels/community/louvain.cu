@@ -102,6 +102,9 @@
 //               bucket 3 into its own global table, a CSR entry per thread (lv_hash_add's race
 //               argument: one table per community instead of per block); louvain_merge_emit
 //               compacts each table as lv_merge_one does.
+//   small_merge louvain_merge_warp takes LV_MERGE_QUAD communities of aggregation bucket 1 a
+//               warp, each merged by a group of 8 lanes when all have comDegree <= LV_M0
+//               (per_warp = 1: the paper's warp per community).
 
 #include "common.cuh"
 
