@@ -7,10 +7,11 @@ CUDA events around the solve), recomputes each answer's modularity on the host a
 its disconnected communities; with ``--profile``, one more run records every kernel
 launch (but those captured into a CUDA graph, louvain's ``iteration_graphs``: the graph's
 launch is inside the ``iterate`` step) and every host step of the driver with CUDA events
-and prints their sums per level (levels 3 and up together), and the host's own time: how long the launch calls and the
-host syncs took on the host clock. A solve whose kernels sum to much less than its time,
-while its launch calls sum to about as much, is bound by the host's launch loop. The
-graphs are generated once, in parallel processes, into ``--cache``.
+and prints their sums per level (levels 3 and up together), and the host's own time: how
+long the launch calls and the host syncs took on the host clock. A solve whose kernels sum
+to much less than its time, while its launch calls sum to about as much, is bound by the
+host's launch loop. The graphs are generated once, in parallel processes, into
+``--cache``.
 
 Run from the repository root on a GPU host, with the package importable::
 

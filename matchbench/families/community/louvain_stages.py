@@ -130,7 +130,9 @@ class Options:
         iteration of a hashed-range stage makes 50-100 of them). The same kernels in the
         same order on the same arrays, so the same moves: the host model has nothing to
         model. The graph is instantiated once per stage, which only pays where a stage
-        iterates more than once.
+        iterates more than once. Measured on road, Delaunay and rgg graphs of 2^22 vertices
+        (an H100): no time gained, since the solve then waits on the GPU's chain of small
+        kernels instead (docs/benchmarks/louvain.md, fourteenth session).
     small_merge : bool
         Aggregation bucket 1 (comDegree <= 127, a warp per community in paper III) takes
         :data:`~matchbench.families.community.louvain_buckets.MERGE_QUAD` communities a
