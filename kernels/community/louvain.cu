@@ -1047,6 +1047,9 @@ __device__ __forceinline__ void lv_merge_one(
 // lv_prime_of_deg[LV_M0] = 188 <= LV_MTS1 slots); otherwise the warp merges them one after
 // another. A warp per small community left the merge latency-bound (1.67 ms for road 2^22's
 // first level on an H100, 0.84 ms with the option). The same tables, so the same graph.
+// Races: each group owns its quarter of the warp's table and its s_beg/s_pre slice, so
+// lv_hash_add's argument holds per table; the group's barriers (__syncwarp on its 8-lane
+// mask) order the clearing, the inserts and the scan as the warp's barriers do for a warp.
 #define LV_M0 31
 #define LV_MERGE_QUAD 4
 extern "C" __global__ void __launch_bounds__(LV_BLOCK)
