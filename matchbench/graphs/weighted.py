@@ -15,7 +15,7 @@ from typing import IO, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from numba import njit
+from numba import njit, prange
 
 from matchbench.core.errors import DatasetError
 from matchbench.core.problem import save_instance_npz
@@ -119,32 +119,42 @@ def _check_csr(n, ptr, ind, w):
     return 0, -1, -1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _csr_clean(n, ptr, ind, w):
     """Whether a CSR with a non-decreasing ``ptr`` has none of :func:`_check_csr`'s defects,
-    in two streaming passes instead of a binary search per entry: the rows' own checks,
-    then the transpose compared entry by entry as it is formed (rows taken in order, the
-    entries of column y arrive in ascending row order, so the k-th of them must be row y's
-    k-th entry, with the same weight). A filter: where it says no, :func:`_check_csr`
-    finds the first defect."""
-    for x in range(n):
+    over the rows in parallel: the rows' own checks, then each entry (x, y) above the
+    diagonal looked up as (y, x) in row y, with the same weight. Every upper entry finding
+    its distinct lower twin, and as many entries below the diagonal as above, make the
+    lookup a bijection: the CSR is symmetric. A filter: where it says no,
+    :func:`_check_csr` finds the first defect."""
+    bad = 0
+    for x in prange(n):
         lo, hi = ptr[x], ptr[x + 1]
         for p in range(lo, hi):
             y = ind[p]
             wp = w[p]
             if y < 0 or y >= n or y == x or (p > lo and ind[p - 1] >= y):
-                return False
+                bad += 1
+                break
             if not (wp > 0.0 and wp < np.inf):
-                return False
-    nxt = ptr[:n].copy()  # the next unmatched entry of each row
-    for x in range(n):
+                bad += 1
+                break
+    if bad:
+        return False
+    upper = 0
+    lower = 0
+    missing = 0
+    for x in prange(n):
         for p in range(ptr[x], ptr[x + 1]):
             y = ind[p]
-            q = nxt[y]
-            if q >= ptr[y + 1] or ind[q] != x or w[q] != w[p]:
-                return False
-            nxt[y] = q + 1
-    return True
+            if y > x:
+                upper += 1
+                q = csr_find(ptr, ind, y, x)
+                if q < 0 or w[q] != w[p]:
+                    missing += 1
+            else:
+                lower += 1
+    return missing == 0 and upper == lower
 
 
 def first_csr_defect(n: int, ptr: np.ndarray, ind: np.ndarray, w: np.ndarray) -> tuple[int, int, int]:

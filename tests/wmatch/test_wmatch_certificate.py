@@ -335,3 +335,20 @@ def test_csr_that_is_not_symmetric_is_refused():
     ptr = np.array([0, 1, 1, 1])
     with pytest.raises(DatasetError, match=r"edge \(0, 1\) is stored but \(1, 0\) is not"):
         WeightedGraph(3, ptr, np.array([1]), np.array([1.0]), name="w")
+
+
+def test_parallel_csr_filter_says_clean_exactly_when_the_ordered_search_does():
+    """``_csr_clean`` (rows in parallel, upper entries looked up below the diagonal) is
+    True on exactly the arrays where ``_check_csr`` finds no defect: never a false
+    "clean", and no clean graph sent to the slow search."""
+    rng = np.random.default_rng(11)
+    verdicts = set()
+    for t in range(150):
+        n = int(rng.integers(2, 40))
+        for ptr, ind, w in _mutants(rng, n):
+            if ptr[0] != 0 or ptr[-1] != ind.size or (ptr[1:] < ptr[:-1]).any():
+                continue  # first_csr_defect sends these to the ordered search
+            clean = W._check_csr(n, ptr, ind, w)[0] == 0
+            assert W._csr_clean(n, ptr, ind, w) == clean, (t, n)
+            verdicts.add(clean)
+    assert verdicts == {True, False}
