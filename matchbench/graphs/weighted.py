@@ -159,7 +159,7 @@ def _csr_clean(n, ptr, ind, w):
 
 def first_csr_defect(n: int, ptr: np.ndarray, ind: np.ndarray, w: np.ndarray) -> tuple[int, int, int]:
     """:func:`_check_csr`'s answer for a CSR whose ``ptr`` spans ``ind``: a clean CSR is told
-    so by :func:`_csr_clean` (linear time), and only one with a defect is searched again
+    so by :func:`_csr_clean` (rows in parallel), and only one with a defect is searched again
     for its first (the same error for the same arrays)."""
     if n and (ptr[1:] < ptr[:-1]).any():  # _csr_clean reads rows by ptr
         return _check_csr(n, ptr, ind, w)

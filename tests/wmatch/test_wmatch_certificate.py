@@ -313,7 +313,7 @@ def _mutants(rng, n):
 
 
 def test_fast_csr_check_finds_the_same_first_defect():
-    """``first_csr_defect`` (linear-time filter, then the ordered search) against the ordered
+    """``first_csr_defect`` (the parallel filter, then the ordered search) against the ordered
     search alone, on random symmetric graphs and their one-defect mutants."""
     rng = np.random.default_rng(7)
     seen = set()
